@@ -1,0 +1,2 @@
+/* PLACEHOLDER */
+typedef int tsim_placeholder_unit;

@@ -1,0 +1,2 @@
+/* PLACEHOLDER: the GPU stub. */
+typedef int tsim_placeholder_unit;

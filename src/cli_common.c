@@ -1,0 +1,102 @@
+#include "cli_common.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int tsim_cli_fail(const char *cmd, const tsim_error *err)
+{
+    int code = err && err->code ? err->code : TSIM_E_INTERNAL;
+    const char *msg = err && err->msg[0] ? err->msg : "unknown error";
+    if (code == TSIM_E_INTERNAL)
+        fprintf(stderr, "taotsim %s: internal error (a bug, please report it): %s\n", cmd, msg);
+    else
+        fprintf(stderr, "taotsim %s: %s\n", cmd, msg);
+    return code;
+}
+
+int tsim_cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "taotsim %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'taotsim %s --help'.\n", cmd);
+    return TSIM_E_INPUT;
+}
+
+static char command_line[4096];
+
+void tsim_cli_set_command_line(int argc, char **argv)
+{
+    size_t used = 0;
+    command_line[0] = '\0';
+    for (int i = 0; i < argc; i++) {
+        const char *a = i == 0 ? "taotsim" : argv[i];
+        int n = snprintf(command_line + used, sizeof command_line - used, "%s%s", i ? " " : "", a);
+        if (n < 0 || (size_t)n >= sizeof command_line - used)
+            break;
+        used += (size_t)n;
+    }
+}
+
+const char *tsim_cli_command_line(void)
+{
+    return command_line;
+}
+
+double tsim_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int64_t tsim_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void tsim_progress_start(tsim_progress *p, const char *what)
+{
+    memset(p, 0, sizeof *p);
+    p->enabled = isatty(STDERR_FILENO) && !getenv("TAOTSIM_NO_PROGRESS");
+    p->start = p->last = tsim_now_seconds();
+    p->what = what;
+}
+
+void tsim_progress_update(tsim_progress *p, int64_t done, int64_t total)
+{
+    if (!p->enabled)
+        return;
+    double now = tsim_now_seconds();
+    if (now - p->start < 1.0 || now - p->last < 0.25)
+        return;
+    p->last = now;
+    p->printed = true;
+    if (total > 0)
+        fprintf(stderr, "\r%s: %lld/%lld (%.0f%%) %.1fs ", p->what, (long long)done, (long long)total,
+                100.0 * (double)done / (double)total, now - p->start);
+    else
+        fprintf(stderr, "\r%s: %lld %.1fs ", p->what, (long long)done, now - p->start);
+    fflush(stderr);
+}
+
+void tsim_progress_finish(tsim_progress *p)
+{
+    if (p->enabled && p->printed) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+    }
+}
+
+int tsim_cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : (int)n;
+}

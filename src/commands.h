@@ -1,0 +1,13 @@
+/* The subcommands: each parses its arguments, calls the library and prints.
+ * Each returns the process exit status (cli.md). */
+#ifndef TSIM_COMMANDS_H
+#define TSIM_COMMANDS_H
+
+int tsim_cmd_gen(int argc, char **argv);       /* cmd_gen.c */
+int tsim_cmd_validate(int argc, char **argv);  /* cmd_trace.c */
+int tsim_cmd_convert(int argc, char **argv);   /* cmd_trace.c */
+int tsim_cmd_replay(int argc, char **argv);    /* cmd_replay.c */
+int tsim_cmd_vector(int argc, char **argv);    /* cmd_replay.c */
+int tsim_cmd_bench(int argc, char **argv);     /* cmd_bench.c */
+
+#endif

@@ -1,0 +1,225 @@
+#include "evaluate.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const tsim_metric_names[TSIM_M_COUNT] = {
+    "rho_before", "rho_after", "improve_pp", "intra", "inter", "weighted",
+    "offloaded", "traffic_inter_before", "traffic_inter_after", "plan_ns",
+};
+
+int tsim_evaluator_init(tsim_evaluator *ev, const tsim_topology *topo, tsim_error *err)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->topo = topo;
+    size_t R = (size_t)topo->ranks, E = (size_t)topo->experts, K = (size_t)(topo->slots > 0 ? topo->slots : 1);
+    ev->load_before = malloc(sizeof *ev->load_before * R);
+    ev->load_after = malloc(sizeof *ev->load_after * R);
+    ev->sent = calloc(R * E, sizeof *ev->sent);
+    ev->slot_owner = malloc(sizeof *ev->slot_owner * R * K);
+    ev->pair_cap = R * K + 16;
+    ev->pair_keys = malloc(sizeof *ev->pair_keys * ev->pair_cap);
+    if (!ev->load_before || !ev->load_after || !ev->sent || !ev->slot_owner || !ev->pair_keys) {
+        tsim_evaluator_free(ev);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the evaluator");
+    }
+    return TSIM_OK;
+}
+
+void tsim_evaluator_free(tsim_evaluator *ev)
+{
+    free(ev->load_before);
+    free(ev->load_after);
+    free(ev->sent);
+    free(ev->slot_owner);
+    free(ev->pair_keys);
+    memset(ev, 0, sizeof *ev);
+}
+
+void tsim_native_loads(const tsim_topology *topo, const tsim_record *rec, int64_t *load)
+{
+    const int R = topo->ranks, E = topo->experts;
+    memset(load, 0, sizeof *load * (size_t)R);
+    for (int r = 0; r < R; r++) {
+        const int64_t *row = rec->counts + (size_t)r * (size_t)E;
+        for (int e = 0; e < E; e++)
+            load[topo->home[e]] += row[e];
+    }
+}
+
+double tsim_imbalance(const int64_t *load, int ranks)
+{
+    int64_t total = 0, max = 0;
+    for (int r = 0; r < ranks; r++) {
+        total += load[r];
+        if (load[r] > max)
+            max = load[r];
+    }
+    if (total == 0)
+        return 0.0;
+    double mean = (double)total / (double)ranks;
+    return ((double)max - mean) / mean;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+#define REJECT(...)                                                                                         \
+    do {                                                                                                    \
+        tsim_error_set(err, TSIM_E_INTERNAL, __VA_ARGS__);                                                 \
+        tsim_error_prefix(err, "planner '%s', record %lld (microbatch %lld, layer %lld): invalid plan", label, \
+                          (long long)rec->index, (long long)rec->microbatch, (long long)rec->layer);       \
+        rc = TSIM_E_INTERNAL;                                                                               \
+        goto done;                                                                                          \
+    } while (0)
+
+int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan, double lambda_eval,
+                  const char *label, tsim_metrics *out, tsim_error *err)
+{
+    const tsim_topology *t = ev->topo;
+    const int R = t->ranks, E = t->experts, K = t->slots;
+    int rc = TSIM_OK;
+    memset(out, 0, sizeof *out);
+    if (!label)
+        label = "?";
+
+    if (rec->ranks != R || rec->experts != E)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "record %lld is %d x %d, topology is %d x %d",
+                              (long long)rec->index, rec->ranks, rec->experts, R, E);
+    if (plan->ranks != R)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "planner '%s': plan rows have %d ranks, expected %d", label,
+                              plan->ranks, R);
+
+    tsim_native_loads(t, rec, ev->load_before);
+    memcpy(ev->load_after, ev->load_before, sizeof *ev->load_after * (size_t)R);
+
+    if (plan->slot_limited)
+        for (size_t i = 0; i < (size_t)R * (size_t)(K > 0 ? K : 1); i++)
+            ev->slot_owner[i] = -1;
+    if ((size_t)plan->count > ev->pair_cap) {
+        /* Only plans without a slot limit (LLEP) can outgrow R*K pairs. */
+        size_t cap = (size_t)plan->count * 2;
+        int64_t *keys = realloc(ev->pair_keys, sizeof *keys * cap);
+        if (!keys)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory in the evaluator");
+        ev->pair_keys = keys;
+        ev->pair_cap = cap;
+    }
+
+    int64_t intra = 0, inter = 0, offloaded = 0;
+    for (int i = 0; i < plan->count; i++) {
+        const tsim_replica *rep = &plan->replicas[i];
+        if (rep->expert < 0 || rep->expert >= E)
+            REJECT("replica %d names expert %d, not in 0..%d", i, rep->expert, E - 1);
+        if (rep->guest < 0 || rep->guest >= R)
+            REJECT("replica %d of expert %d names guest rank %d, not in 0..%d", i, rep->expert, rep->guest, R - 1);
+        int home = t->home[rep->expert];
+        if (rep->guest == home)
+            REJECT("replica %d puts expert %d on its home rank %d", i, rep->expert, home);
+        if (rep->slot < 0)
+            REJECT("replica %d of expert %d on rank %d has negative slot %d", i, rep->expert, rep->guest, rep->slot);
+        if (plan->slot_limited) {
+            if (rep->slot >= K)
+                REJECT("replica %d of expert %d on rank %d uses slot %d, but K = %d", i, rep->expert, rep->guest,
+                       rep->slot, K);
+            int32_t *owner = &ev->slot_owner[(size_t)rep->guest * (size_t)K + (size_t)rep->slot];
+            if (*owner >= 0)
+                REJECT("slot %d of rank %d holds both expert %d and expert %d", rep->slot, rep->guest, *owner,
+                       rep->expert);
+            *owner = rep->expert;
+        }
+        ev->pair_keys[i] = (int64_t)rep->guest * E + rep->expert;
+        if (tsim_same_node(t, home, rep->guest))
+            intra++;
+        else
+            inter++;
+
+        const int64_t *row = tsim_plan_alloc_row_c(plan, i);
+        for (int r = 0; r < R; r++) {
+            int64_t a = row[r];
+            if (a == 0)
+                continue;
+            if (a < 0)
+                REJECT("source rank %d sends %lld tokens (negative) to expert %d on rank %d", r, (long long)a,
+                       rep->expert, rep->guest);
+            int64_t *s = &ev->sent[(size_t)r * (size_t)E + (size_t)rep->expert];
+            *s += a;
+            if (*s > tsim_count(rec, r, rep->expert))
+                REJECT("source rank %d sends %lld tokens of expert %d to replicas but has only %lld", r,
+                       (long long)*s, rep->expert, (long long)tsim_count(rec, r, rep->expert));
+            ev->load_after[home] -= a;
+            ev->load_after[rep->guest] += a;
+            offloaded += a;
+        }
+    }
+
+    /* No expert twice on the same rank. */
+    qsort(ev->pair_keys, (size_t)plan->count, sizeof *ev->pair_keys, cmp_i64);
+    for (int i = 1; i < plan->count; i++)
+        if (ev->pair_keys[i] == ev->pair_keys[i - 1])
+            REJECT("expert %lld has two replicas on rank %lld", (long long)(ev->pair_keys[i] % E),
+                   (long long)(ev->pair_keys[i] / E));
+
+    /* Token traffic across nodes: source node vs the node that computes. */
+    int64_t traffic_before = 0, traffic_after = 0;
+    for (int r = 0; r < R; r++) {
+        const int64_t *row = rec->counts + (size_t)r * (size_t)E;
+        const int64_t *sent = ev->sent + (size_t)r * (size_t)E;
+        for (int e = 0; e < E; e++) {
+            if (!tsim_same_node(t, r, t->home[e])) {
+                traffic_before += row[e];
+                traffic_after += row[e] - sent[e];
+            }
+        }
+    }
+    for (int i = 0; i < plan->count; i++) {
+        const int64_t *row = tsim_plan_alloc_row_c(plan, i);
+        int g = plan->replicas[i].guest;
+        for (int r = 0; r < R; r++)
+            if (row[r] && !tsim_same_node(t, r, g))
+                traffic_after += row[r];
+    }
+
+    int64_t total_before = 0, total_after = 0;
+    for (int r = 0; r < R; r++) {
+        total_before += ev->load_before[r];
+        total_after += ev->load_after[r];
+        if (ev->load_after[r] < 0)
+            REJECT("rank %d ends with negative load %lld", r, (long long)ev->load_after[r]);
+    }
+    if (total_before != total_after)
+        REJECT("tokens not conserved: %lld before, %lld after", (long long)total_before, (long long)total_after);
+
+    out->v[TSIM_M_RHO_BEFORE] = tsim_imbalance(ev->load_before, R);
+    out->v[TSIM_M_RHO_AFTER] = tsim_imbalance(ev->load_after, R);
+    out->v[TSIM_M_IMPROVE_PP] = 100.0 * (out->v[TSIM_M_RHO_AFTER] - out->v[TSIM_M_RHO_BEFORE]);
+    out->v[TSIM_M_INTRA] = (double)intra;
+    out->v[TSIM_M_INTER] = (double)inter;
+    out->v[TSIM_M_WEIGHTED] = (double)intra + lambda_eval * (double)inter;
+    out->v[TSIM_M_OFFLOADED] = (double)offloaded;
+    out->v[TSIM_M_TRAFFIC_INTER_BEFORE] = (double)traffic_before;
+    out->v[TSIM_M_TRAFFIC_INTER_AFTER] = (double)traffic_after;
+
+done:
+    /* Leave the sent matrix zeroed for the next record: only touched cells. */
+    for (int i = 0; i < plan->count; i++) {
+        int e = plan->replicas[i].expert;
+        if (e < 0 || e >= E)
+            continue;
+        for (int r = 0; r < R; r++)
+            ev->sent[(size_t)r * (size_t)E + (size_t)e] = 0;
+    }
+    return rc;
+}
+
+int tsim_break_even(double intra_a, double inter_a, double intra_b, double inter_b, double *lambda_star)
+{
+    double den = inter_a - inter_b;
+    if (den == 0.0)
+        return -1;
+    *lambda_star = (intra_b - intra_a) / den;
+    return 0;
+}

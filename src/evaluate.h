@@ -1,0 +1,62 @@
+/* Plan validation and every metric of model.md: the only place metrics are
+ * computed. Exact 64-bit integer arithmetic for loads and token counts. */
+#ifndef TSIM_EVALUATE_H
+#define TSIM_EVALUATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "plan.h"
+#include "record.h"
+#include "topology.h"
+
+typedef enum {
+    TSIM_M_RHO_BEFORE,
+    TSIM_M_RHO_AFTER,
+    TSIM_M_IMPROVE_PP,
+    TSIM_M_INTRA,
+    TSIM_M_INTER,
+    TSIM_M_WEIGHTED,
+    TSIM_M_OFFLOADED,
+    TSIM_M_TRAFFIC_INTER_BEFORE,
+    TSIM_M_TRAFFIC_INTER_AFTER,
+    TSIM_M_PLAN_NS,
+    TSIM_M_COUNT
+} tsim_metric_id;
+
+/* Names as in the JSON schema of cli.md. */
+extern const char *const tsim_metric_names[TSIM_M_COUNT];
+
+typedef struct {
+    double v[TSIM_M_COUNT];
+} tsim_metrics;
+
+typedef struct {
+    const tsim_topology *topo;
+    int64_t *load_before; /* [R] native loads */
+    int64_t *load_after;  /* [R] loads after the last evaluated plan */
+    int64_t *sent;        /* [R * E] tokens of (source, expert) sent to replicas */
+    int32_t *slot_owner;  /* [R * K] expert in each guest slot, -1 free */
+    int64_t *pair_keys;   /* scratch for the (guest, expert) duplicate check */
+    size_t pair_cap;
+} tsim_evaluator;
+
+int tsim_evaluator_init(tsim_evaluator *ev, const tsim_topology *topo, tsim_error *err);
+void tsim_evaluator_free(tsim_evaluator *ev);
+
+/* Native loads and rho_before of a record (no plan). */
+void tsim_native_loads(const tsim_topology *topo, const tsim_record *rec, int64_t *load);
+double tsim_imbalance(const int64_t *load, int ranks);
+
+/* Checks the plan against every rule of model.md and fills all metrics but
+ * plan_ns (left 0). On a broken rule returns TSIM_E_INTERNAL with a message
+ * naming the planner label, the record and the rule. */
+int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan, double lambda_eval,
+                  const char *label, tsim_metrics *out, tsim_error *err);
+
+/* Break-even lambda between planners A and B given mean intra/inter; returns
+ * 0 and sets *lambda_star, or -1 when the denominator is zero. */
+int tsim_break_even(double intra_a, double inter_a, double intra_b, double inter_b, double *lambda_star);
+
+#endif

@@ -1,0 +1,2 @@
+/* PLACEHOLDER: replaced by its implementation. */
+typedef int tsim_placeholder_unit;

@@ -1,0 +1,68 @@
+/* taotsim: git-style subcommands. Only dispatch lives here. */
+#include <stdio.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "outfile.h"
+#include "tsim_config.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+    {"gen", tsim_cmd_gen, "write a synthetic routing trace"},
+    {"validate", tsim_cmd_validate, "check traces; print shape and initial-imbalance distribution"},
+    {"convert", tsim_cmd_convert, "convert between JSON, JSONL(.gz), and from CSV"},
+    {"replay", tsim_cmd_replay, "run planners over a trace and print the metrics"},
+    {"vector", tsim_cmd_vector, "run a planner on test-vector files and print the plans ('got')"},
+    {"bench", tsim_cmd_bench, "planner latency and trace read throughput"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: taotsim COMMAND [options]\n"
+            "\n"
+            "Replays MoE routing traces through expert-replica planners (TAOT, ECHO,\n"
+            "LLEP, LPLB, none) and measures residual imbalance and weighted\n"
+            "communication cost.\n"
+            "\n"
+            "Commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out,
+            "\n"
+            "'taotsim COMMAND --help' describes a command. Exit status: 0 success,\n"
+            "1 a --fail-if check held, 2 usage or input error, 3 internal error.\n");
+}
+
+int main(int argc, char **argv)
+{
+    gsl_set_error_handler_off();
+    tsim_outfile_install_signal_cleanup();
+    tsim_cli_set_command_line(argc, argv);
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("taotsim %s\n", TSIM_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "taotsim: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,28 @@
+/* Output files written atomically: a temporary name in the same directory,
+ * renamed over the target on commit, removed on abort or on SIGINT/SIGTERM,
+ * so an interrupted run never leaves a half-written file. "-" means stdout. */
+#ifndef TSIM_OUTFILE_H
+#define TSIM_OUTFILE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "error.h"
+
+typedef struct {
+    FILE *fp;
+    char *path;     /* final path, NULL for stdout */
+    char *tmp_path; /* temporary path being written */
+} tsim_outfile;
+
+int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err);
+/* Flushes, checks for write errors (e.g. a full disk), renames into place. */
+int tsim_outfile_commit(tsim_outfile *f, tsim_error *err);
+/* Removes the temporary file; safe to call after commit (does nothing). */
+void tsim_outfile_abort(tsim_outfile *f);
+
+/* Installs SIGINT/SIGTERM handlers that unlink every open temporary file and
+ * exit with 128+signal. Call once from main. */
+void tsim_outfile_install_signal_cleanup(void);
+
+#endif

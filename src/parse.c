@@ -1,0 +1,107 @@
+#include "parse.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int tsim_parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out, const char *what, tsim_error *err)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end != '\0')
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: '%s' is not an integer", what, s);
+    if (v < lo || v > hi)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: %lld is out of range %lld..%lld", what, v, (long long)lo,
+                              (long long)hi);
+    *out = v;
+    return TSIM_OK;
+}
+
+int tsim_parse_int(const char *s, int lo, int hi, int *out, const char *what, tsim_error *err)
+{
+    int64_t v;
+    int rc = tsim_parse_int64(s, lo, hi, &v, what, err);
+    if (rc == TSIM_OK)
+        *out = (int)v;
+    return rc;
+}
+
+int tsim_parse_double(const char *s, double lo, double hi, double *out, const char *what, tsim_error *err)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end != '\0' || !isfinite(v))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: '%s' is not a number", what, s);
+    if (v < lo || v > hi)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: %g is out of range %g..%g", what, v, lo, hi);
+    *out = v;
+    return TSIM_OK;
+}
+
+int tsim_parse_double_list(const char *s, double *out, int max, int *n, const char *what, tsim_error *err)
+{
+    *n = 0;
+    if (!*s)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: empty list", what);
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        double a = strtod(p, &end);
+        if (end == p || errno || !isfinite(a))
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot read a number at '%s'", what, p);
+        p = end;
+        if (*p == '-' ) {
+            /* range lo-hi+step */
+            double b = strtod(p + 1, &end);
+            if (end == p + 1)
+                return tsim_error_set(err, TSIM_E_INPUT, "%s: range '%s' needs lo-hi+step", what, s);
+            p = end;
+            double step = 1.0;
+            if (*p == '+') {
+                step = strtod(p + 1, &end);
+                if (end == p + 1 || !(step > 0))
+                    return tsim_error_set(err, TSIM_E_INPUT, "%s: range step must be a positive number", what);
+                p = end;
+            }
+            if (b < a)
+                return tsim_error_set(err, TSIM_E_INPUT, "%s: range %g-%g runs backwards", what, a, b);
+            for (long i = 0;; i++) {
+                double v = a + (double)i * step;
+                if (v > b + 1e-9 * fabs(step))
+                    break;
+                if (*n >= max)
+                    return tsim_error_set(err, TSIM_E_INPUT, "%s: more than %d values", what, max);
+                out[(*n)++] = v;
+            }
+        } else {
+            if (*n >= max)
+                return tsim_error_set(err, TSIM_E_INPUT, "%s: more than %d values", what, max);
+            out[(*n)++] = a;
+        }
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: unexpected '%c' in '%s'", what, *p, s);
+    }
+    return TSIM_OK;
+}
+
+int tsim_parse_int_list(const char *s, int *out, int max, int *n, const char *what, tsim_error *err)
+{
+    double tmp[1024];
+    if (max > 1024)
+        max = 1024;
+    int rc = tsim_parse_double_list(s, tmp, max, n, what, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < *n; i++) {
+        if (tmp[i] != floor(tmp[i]) || fabs(tmp[i]) > 1e9)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: %g is not an integer", what, tmp[i]);
+        out[i] = (int)tmp[i];
+    }
+    return TSIM_OK;
+}

@@ -1,0 +1,66 @@
+/* The plan every planner returns (model.md "A plan"). */
+#ifndef TSIM_PLAN_H
+#define TSIM_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct {
+    int32_t expert;
+    int32_t guest;   /* rank hosting the replica; never home(expert) */
+    int32_t slot;    /* guest slot 0..K-1 (LLEP: order the guest received it) */
+    int64_t planned; /* planner's intended token count (informational) */
+} tsim_replica;
+
+/* Things a planner wants reported about a record (counted by replay). */
+enum {
+    TSIM_NOTE_AUCTION_CAPPED = 1u << 0, /* TAOT auction round cap cut service short */
+    TSIM_NOTE_IPM_FALLBACK = 1u << 1,   /* LPLB ipm fell back to x = 0.5 in some group */
+    TSIM_NOTE_THRESHOLD_SKIP = 1u << 2, /* LLEP activation threshold not reached */
+    TSIM_NOTE_GPU_FALLBACK = 1u << 3,   /* GPU planner ran on the CPU */
+};
+
+typedef struct {
+    int ranks;          /* R: width of an alloc row */
+    int count;          /* replicas in use */
+    int capacity;       /* replicas allocated */
+    bool slot_limited;  /* false for LLEP: the K bound does not apply */
+    uint32_t notes;     /* TSIM_NOTE_* bits for this record */
+    tsim_replica *replicas;
+    int64_t *alloc;     /* [capacity * ranks]: alloc[i * ranks + r] = tokens source r sends to replica i */
+} tsim_plan;
+
+int tsim_plan_init(tsim_plan *p, int ranks, int capacity, tsim_error *err);
+void tsim_plan_free(tsim_plan *p);
+
+/* Empties the plan for the next record (keeps the memory). */
+void tsim_plan_reset(tsim_plan *p);
+
+/* Appends a replica with a zeroed alloc row; grows (doubling) only when full.
+ * Returns its index, or -1 when out of memory. */
+int tsim_plan_add(tsim_plan *p, int expert, int guest, int slot, int64_t planned);
+
+static inline int64_t *tsim_plan_alloc_row(tsim_plan *p, int replica)
+{
+    return p->alloc + (size_t)replica * (size_t)p->ranks;
+}
+
+static inline const int64_t *tsim_plan_alloc_row_c(const tsim_plan *p, int replica)
+{
+    return p->alloc + (size_t)replica * (size_t)p->ranks;
+}
+
+/* Removes replicas whose alloc row is all zero (dynamic planners list only
+ * replicas that receive tokens). Keeps order. */
+void tsim_plan_drop_empty(tsim_plan *p);
+
+/* Sorts replicas by (expert, guest, slot), carrying their alloc rows: the
+ * canonical order of the vector format. */
+void tsim_plan_sort(tsim_plan *p);
+
+/* Exact equality of replicas (with planned counts) and alloc rows, in order. */
+bool tsim_plan_equal(const tsim_plan *a, const tsim_plan *b);
+
+#endif

@@ -1,0 +1,258 @@
+#include "planner.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse.h"
+
+extern const tsim_planner_desc tsim_planner_none;
+extern const tsim_planner_desc tsim_planner_taot;
+extern const tsim_planner_desc tsim_planner_echo;
+extern const tsim_planner_desc tsim_planner_llep;
+extern const tsim_planner_desc tsim_planner_lplb;
+
+static const tsim_planner_desc *const registry[] = {
+    &tsim_planner_none, &tsim_planner_taot, &tsim_planner_echo, &tsim_planner_llep, &tsim_planner_lplb, NULL,
+};
+
+const tsim_planner_desc *const *tsim_planner_all(void)
+{
+    return registry;
+}
+
+const tsim_planner_desc *tsim_planner_find(const char *name)
+{
+    for (const tsim_planner_desc *const *d = registry; *d; d++)
+        if (strcmp((*d)->name, name) == 0)
+            return *d;
+    return NULL;
+}
+
+void tsim_planner_options_default(tsim_planner_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->lambda_plan = 3.0;
+    o->taot = (tsim_taot_options){
+        .phase3 = TSIM_TAOT_AUCTION, .flow_hint = true, .comm_cost = true, .iters = 50,
+        .self_bonus = 0.0, .auction_rounds = 300, .device = TSIM_DEVICE_CPU,
+    };
+    o->llep = (tsim_llep_options){.alpha = 1.0, .min_chunk = 1024, .threshold = 0.0};
+    snprintf(o->lplb.graph, sizeof o->lplb.graph, "auto");
+    o->lplb.solver = TSIM_LPLB_IPM;
+    o->lplb.history = TSIM_LPLB_HISTORY_PREV;
+}
+
+void tsim_planner_options_help(FILE *out)
+{
+    fputs("Planner options (prefixed by the planner they belong to):\n"
+          "  --lambda-plan X           lambda the topology-aware planners believe (default 3)\n"
+          "  --taot-phase3 auction|split  TAOT token assignment (default auction)\n"
+          "  --taot-no-flow-hint       drop the Phase-1 Sinkhorn term from the score\n"
+          "  --taot-no-comm-cost       drop the Phase-2 topology term from the score\n"
+          "  --taot-iters N            Sinkhorn rounds (default 50)\n"
+          "  --taot-self-bonus X       auction bonus for the guest's own tokens (default 0)\n"
+          "  --taot-auction-rounds N   auction round cap (default 300)\n"
+          "  --taot-device cpu|gpu     where TAOT runs (default cpu; gpu falls back to cpu)\n"
+          "  --llep-alpha X            LLEP capacity factor (default 1.0)\n"
+          "  --llep-min-chunk N        LLEP minimum spill piece in tokens (default 1024)\n"
+          "  --llep-threshold X        LLEP activation threshold max/mean, 0 = off (default 0)\n"
+          "  --lplb-graph G            auto|cube8|hypercube16|ring8|torus:MxN (default auto)\n"
+          "  --lplb-solver ipm|exact   LPLB LP solver (default ipm)\n"
+          "  --lplb-history prev|none|oracle  LPLB replicated-expert choice (default prev)\n",
+          out);
+}
+
+static int need_value(const char *name, const char *value, tsim_error *err)
+{
+    if (!value || !*value)
+        return tsim_error_set(err, TSIM_E_INPUT, "--%s needs a value", name);
+    return TSIM_OK;
+}
+
+static int no_value(const char *name, const char *value, tsim_error *err)
+{
+    if (value)
+        return tsim_error_set(err, TSIM_E_INPUT, "--%s takes no value", name);
+    return TSIM_OK;
+}
+
+int tsim_planner_options_set(tsim_planner_options *o, const char *name, const char *value, bool *known,
+                             tsim_error *err)
+{
+    *known = true;
+    int rc;
+    if (strcmp(name, "lambda-plan") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        return tsim_parse_double(value, 1e-9, 1e9, &o->lambda_plan, "--lambda-plan", err);
+    }
+    if (strcmp(name, "taot-phase3") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        if (strcmp(value, "auction") == 0)
+            o->taot.phase3 = TSIM_TAOT_AUCTION;
+        else if (strcmp(value, "split") == 0)
+            o->taot.phase3 = TSIM_TAOT_SPLIT;
+        else
+            return tsim_error_set(err, TSIM_E_INPUT, "--taot-phase3: expected auction or split, got '%s'", value);
+        return TSIM_OK;
+    }
+    if (strcmp(name, "taot-no-flow-hint") == 0) {
+        o->taot.flow_hint = false;
+        return no_value(name, value, err);
+    }
+    if (strcmp(name, "taot-no-comm-cost") == 0) {
+        o->taot.comm_cost = false;
+        return no_value(name, value, err);
+    }
+    if (strcmp(name, "taot-iters") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        return tsim_parse_int(value, 0, 100000, &o->taot.iters, "--taot-iters", err);
+    }
+    if (strcmp(name, "taot-self-bonus") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        return tsim_parse_double(value, -1e6, 1e6, &o->taot.self_bonus, "--taot-self-bonus", err);
+    }
+    if (strcmp(name, "taot-auction-rounds") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        return tsim_parse_int(value, 1, 100000000, &o->taot.auction_rounds, "--taot-auction-rounds", err);
+    }
+    if (strcmp(name, "taot-device") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        if (strcmp(value, "cpu") == 0)
+            o->taot.device = TSIM_DEVICE_CPU;
+        else if (strcmp(value, "gpu") == 0)
+            o->taot.device = TSIM_DEVICE_GPU;
+        else
+            return tsim_error_set(err, TSIM_E_INPUT, "--taot-device: expected cpu or gpu, got '%s'", value);
+        return TSIM_OK;
+    }
+    if (strcmp(name, "llep-alpha") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        return tsim_parse_double(value, 1e-9, 1e9, &o->llep.alpha, "--llep-alpha", err);
+    }
+    if (strcmp(name, "llep-min-chunk") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        return tsim_parse_int64(value, 0, INT64_C(1) << 50, &o->llep.min_chunk, "--llep-min-chunk", err);
+    }
+    if (strcmp(name, "llep-threshold") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        return tsim_parse_double(value, 0, 1e9, &o->llep.threshold, "--llep-threshold", err);
+    }
+    if (strcmp(name, "lplb-graph") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        if (strlen(value) >= sizeof o->lplb.graph)
+            return tsim_error_set(err, TSIM_E_INPUT, "--lplb-graph: '%s' is too long", value);
+        snprintf(o->lplb.graph, sizeof o->lplb.graph, "%s", value);
+        return TSIM_OK;
+    }
+    if (strcmp(name, "lplb-solver") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        if (strcmp(value, "ipm") == 0)
+            o->lplb.solver = TSIM_LPLB_IPM;
+        else if (strcmp(value, "exact") == 0)
+            o->lplb.solver = TSIM_LPLB_EXACT;
+        else
+            return tsim_error_set(err, TSIM_E_INPUT, "--lplb-solver: expected ipm or exact, got '%s'", value);
+        return TSIM_OK;
+    }
+    if (strcmp(name, "lplb-history") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        if (strcmp(value, "prev") == 0)
+            o->lplb.history = TSIM_LPLB_HISTORY_PREV;
+        else if (strcmp(value, "none") == 0)
+            o->lplb.history = TSIM_LPLB_HISTORY_NONE;
+        else if (strcmp(value, "oracle") == 0)
+            o->lplb.history = TSIM_LPLB_HISTORY_ORACLE;
+        else
+            return tsim_error_set(err, TSIM_E_INPUT, "--lplb-history: expected prev, none or oracle, got '%s'",
+                                  value);
+        return TSIM_OK;
+    }
+    *known = false;
+    return tsim_error_set(err, TSIM_E_INPUT, "unknown option --%s", name);
+}
+
+int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planner_options *base, tsim_error *err)
+{
+    memset(p, 0, sizeof *p);
+    p->opts = *base;
+    char buf[512];
+    if (strlen(spec) >= sizeof buf)
+        return tsim_error_set(err, TSIM_E_INPUT, "planner spec '%.40s...' is too long", spec);
+    snprintf(buf, sizeof buf, "%s", spec);
+
+    char *name = buf, *label = NULL;
+    char *eq = strchr(buf, '=');
+    char *colon = strchr(buf, ':');
+    if (eq && (!colon || eq < colon)) {
+        *eq = '\0';
+        label = buf;
+        name = eq + 1;
+    }
+    char *opts = strchr(name, ':');
+    if (opts)
+        *opts++ = '\0';
+    p->desc = tsim_planner_find(name);
+    if (!p->desc) {
+        char names[256] = "";
+        for (const tsim_planner_desc *const *d = registry; *d; d++) {
+            if (names[0])
+                strncat(names, ", ", sizeof names - strlen(names) - 1);
+            strncat(names, (*d)->name, sizeof names - strlen(names) - 1);
+        }
+        return tsim_error_set(err, TSIM_E_INPUT, "unknown planner '%s' (known: %s)", name, names);
+    }
+    const char *shown = label && *label ? label : name;
+    if (strlen(shown) >= sizeof p->label)
+        return tsim_error_set(err, TSIM_E_INPUT, "planner label '%s' is too long", shown);
+    snprintf(p->label, sizeof p->label, "%s", shown);
+
+    while (opts && *opts) {
+        char *next = strchr(opts, ':');
+        if (next)
+            *next++ = '\0';
+        char *opt = opts;
+        if (strncmp(opt, "--", 2) != 0)
+            return tsim_error_set(err, TSIM_E_INPUT, "planner '%s': option '%s' must start with --", p->label, opt);
+        opt += 2;
+        char *val = strchr(opt, '=');
+        if (val)
+            *val++ = '\0';
+        bool known;
+        int rc = tsim_planner_options_set(&p->opts, opt, val, &known, err);
+        if (rc) {
+            tsim_error_prefix(err, "planner '%s'", p->label);
+            return rc;
+        }
+        opts = next;
+    }
+    return TSIM_OK;
+}
+
+int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err)
+{
+    int rc = p->desc->init(&p->state, topo, &p->opts, err);
+    if (rc)
+        tsim_error_prefix(err, "planner '%s'", p->label);
+    return rc;
+}
+
+void tsim_planner_stop(tsim_planner *p)
+{
+    if (p->desc && p->state)
+        p->desc->free(p->state);
+    p->state = NULL;
+}

@@ -1,0 +1,94 @@
+/* The planner interface and the registry (architecture.md): one small table of
+ * function pointers per planner, registered by name. A planner owns its scratch
+ * memory, allocated once in init and reused for every record. */
+#ifndef TSIM_PLANNER_H
+#define TSIM_PLANNER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "plan.h"
+#include "record.h"
+#include "topology.h"
+
+enum { TSIM_TAOT_AUCTION = 0, TSIM_TAOT_SPLIT = 1 };
+enum { TSIM_DEVICE_CPU = 0, TSIM_DEVICE_GPU = 1 };
+enum { TSIM_LPLB_IPM = 0, TSIM_LPLB_EXACT = 1 };
+enum { TSIM_LPLB_HISTORY_PREV = 0, TSIM_LPLB_HISTORY_NONE = 1, TSIM_LPLB_HISTORY_ORACLE = 2 };
+
+typedef struct {
+    int phase3;          /* TSIM_TAOT_AUCTION (default) or TSIM_TAOT_SPLIT */
+    bool flow_hint;      /* Phase-1 Tn term in the score (default on) */
+    bool comm_cost;      /* Phase-2 B term in the score (default on) */
+    int iters;           /* Sinkhorn rounds (50) */
+    double self_bonus;   /* auction bonus for the guest's own tokens (0) */
+    int auction_rounds;  /* auction round cap (300) */
+    int device;          /* TSIM_DEVICE_CPU (default) or TSIM_DEVICE_GPU */
+} tsim_taot_options;
+
+typedef struct {
+    double alpha;        /* capacity factor (1.0) */
+    int64_t min_chunk;   /* minimum piece m (1024) */
+    double threshold;    /* activation threshold; 0 = off (default) */
+} tsim_llep_options;
+
+#define TSIM_LPLB_GRAPH_MAX 32
+typedef struct {
+    char graph[TSIM_LPLB_GRAPH_MAX]; /* auto, cube8, hypercube16, torus:MxN, ring8 */
+    int solver;          /* TSIM_LPLB_IPM (default) or TSIM_LPLB_EXACT */
+    int history;         /* TSIM_LPLB_HISTORY_* (prev default) */
+} tsim_lplb_options;
+
+/* Every planner's options in one place: common ones plus one block per planner.
+ * A planner reads its own block and ignores the others. */
+typedef struct {
+    double lambda_plan;  /* what a topology-aware planner believes (3) */
+    tsim_taot_options taot;
+    tsim_llep_options llep;
+    tsim_lplb_options lplb;
+} tsim_planner_options;
+
+void tsim_planner_options_default(tsim_planner_options *o);
+
+/* Sets one option by its CLI name without the leading dashes ("taot-iters").
+ * value is NULL for flags. Returns TSIM_OK, or TSIM_E_INPUT with a message;
+ * *known is set false when the name is not a planner option at all. */
+int tsim_planner_options_set(tsim_planner_options *o, const char *name, const char *value, bool *known,
+                             tsim_error *err);
+
+/* Prints the planner options with their defaults, for --help. */
+void tsim_planner_options_help(FILE *out);
+
+typedef struct tsim_planner_desc {
+    const char *name;
+    const char *summary; /* one line for --help */
+    /* Allocates state and all scratch for this topology. */
+    int (*init)(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err);
+    /* Plans one record into out (reset by the callee). No allocation except
+     * plan growth for planners without a slot limit. */
+    int (*plan)(void *state, const tsim_record *rec, tsim_plan *out, tsim_error *err);
+    void (*free)(void *state);
+} tsim_planner_desc;
+
+const tsim_planner_desc *tsim_planner_find(const char *name);
+/* NULL-terminated list of every registered planner. */
+const tsim_planner_desc *const *tsim_planner_all(void);
+
+/* A configured planner: a registry entry, a label, its options and state. */
+#define TSIM_LABEL_MAX 64
+typedef struct {
+    const tsim_planner_desc *desc;
+    char label[TSIM_LABEL_MAX];
+    tsim_planner_options opts;
+    void *state;
+} tsim_planner;
+
+/* Parses one entry of --planners: NAME, or LABEL=NAME, or LABEL=NAME:--opt=v:--flag
+ * (options after the planner name separated by ':'), applied on top of base. */
+int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planner_options *base, tsim_error *err);
+int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err);
+void tsim_planner_stop(tsim_planner *p);
+
+#endif

@@ -1,0 +1,2 @@
+/* report */
+typedef int tsim_placeholder_unit;

@@ -1,0 +1,77 @@
+/* Traces (trace-format.md): streaming readers for JSON, JSONL(.gz) and CSV
+ * import, and writers for JSON and JSONL(.gz). The reader holds one record at a
+ * time: each parsed record is copied into flat int64 arrays and its cJSON tree
+ * freed at once. */
+#ifndef TSIM_TRACE_H
+#define TSIM_TRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "record.h"
+
+struct cJSON;
+
+typedef enum { TSIM_FMT_JSON, TSIM_FMT_JSONL, TSIM_FMT_JSONL_GZ, TSIM_FMT_CSV } tsim_trace_format;
+
+/* Format from the file name: .json, .jsonl, .jsonl.gz, .csv (and .csv.gz). */
+int tsim_trace_format_from_path(const char *path, tsim_trace_format *fmt, tsim_error *err);
+
+typedef struct {
+    int experts;          /* E */
+    int ep;               /* R: as stored in the file (before any --ep rebucketing) */
+    int ranks_per_node;   /* rpn (default 8) */
+    int topk;             /* 0 when absent */
+    int32_t *home;        /* [E] or NULL for contiguous blocks */
+    struct cJSON *meta;   /* owned; NULL when absent */
+} tsim_trace_header;
+
+void tsim_trace_header_free(tsim_trace_header *h);
+/* Deep copy (meta included). */
+int tsim_trace_header_copy(tsim_trace_header *dst, const tsim_trace_header *src, tsim_error *err);
+
+typedef struct {
+    int ep;                 /* > 0: replay at this EP size (rebucketing; required for CSV) */
+    int ranks_per_node;     /* > 0: override the header's rpn */
+    const char *dataset;    /* CSV: keep only rows whose dataset equals this (NULL = all) */
+} tsim_read_options;
+
+typedef struct tsim_reader tsim_reader;
+
+/* Opens a trace and reads its header. Every error names the file and line. */
+int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_options *opts, tsim_error *err);
+
+/* The header as the records come out: ep is the effective EP (after --ep),
+ * ranks_per_node the effective rpn; home NULL after rebucketing. */
+const tsim_trace_header *tsim_reader_header(const tsim_reader *r);
+
+/* True when records were rebucketed to another EP size (say so once). */
+bool tsim_reader_rebucketed(const tsim_reader *r);
+
+/* Reads the next record into a buffer the reader owns (valid until the next
+ * call). Returns 1 with *rec set, 0 at the end of the trace, or an error
+ * status (TSIM_E_INPUT) with err naming file:line. An empty trace is an error
+ * reported by the first call. */
+int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err);
+
+/* Number of records read so far. */
+int64_t tsim_reader_count(const tsim_reader *r);
+
+/* Bytes of the input file consumed so far and its size (for progress;
+ * compressed bytes for .gz). */
+void tsim_reader_progress(const tsim_reader *r, int64_t *done, int64_t *total);
+
+void tsim_reader_close(tsim_reader *r);
+
+typedef struct tsim_writer tsim_writer;
+
+/* Writes JSON or JSONL(.gz) by the file name, atomically (temporary file then
+ * rename on tsim_writer_close with commit = true). Records are written with
+ * "counts" (per source rank). */
+int tsim_writer_open(tsim_writer **out, const char *path, const tsim_trace_header *h, tsim_error *err);
+int tsim_writer_write(tsim_writer *w, const tsim_record *rec, tsim_error *err);
+/* commit = false discards the output. */
+int tsim_writer_close(tsim_writer *w, bool commit, tsim_error *err);
+
+#endif

@@ -1,0 +1,304 @@
+#include "vector.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *slurp(const char *path, tsim_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open", path);
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (n + 1 < cap)
+            break;
+        cap *= 2;
+        char *nb = realloc(buf, cap);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+        } else
+            buf = nb;
+    }
+    fclose(f);
+    if (!buf) {
+        tsim_error_set(err, TSIM_E_INTERNAL, "%s: out of memory", path);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static int get_int(const cJSON *obj, const char *key, int64_t *out)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!cJSON_IsNumber(it))
+        return -1;
+    *out = (int64_t)it->valuedouble;
+    return 0;
+}
+
+static void copy_str(char *dst, size_t n, const cJSON *obj, const char *key)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (cJSON_IsString(it))
+        snprintf(dst, n, "%s", it->valuestring);
+}
+
+#define BAD(...)                                                          \
+    do {                                                                  \
+        tsim_error_set(err, TSIM_E_INPUT, __VA_ARGS__);                   \
+        tsim_error_prefix(err, "%s", path);                               \
+        tsim_vector_free(v);                                              \
+        return TSIM_E_INPUT;                                              \
+    } while (0)
+
+static int apply_options(tsim_vector *v, const cJSON *opts, tsim_error *err)
+{
+    int64_t i;
+    const cJSON *it;
+    if (get_int(opts, "slots", &i) == 0)
+        v->slots = (int)i;
+    if (get_int(opts, "ranks_per_node", &i) == 0)
+        v->ranks_per_node = (int)i;
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "lambda_plan")) && cJSON_IsNumber(it))
+        v->opts.lambda_plan = it->valuedouble;
+    if (get_int(opts, "iters", &i) == 0)
+        v->opts.taot.iters = (int)i;
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "phase3")) && cJSON_IsString(it)) {
+        if (strcmp(it->valuestring, "split") == 0)
+            v->opts.taot.phase3 = TSIM_TAOT_SPLIT;
+        else if (strcmp(it->valuestring, "auction") == 0)
+            v->opts.taot.phase3 = TSIM_TAOT_AUCTION;
+        else
+            return tsim_error_set(err, TSIM_E_INPUT, "options.phase3 '%s' is not auction or split", it->valuestring);
+    }
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "flow_hint")) && cJSON_IsBool(it))
+        v->opts.taot.flow_hint = cJSON_IsTrue(it);
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "comm_cost")) && cJSON_IsBool(it))
+        v->opts.taot.comm_cost = cJSON_IsTrue(it);
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "self_bonus")) && cJSON_IsNumber(it))
+        v->opts.taot.self_bonus = it->valuedouble;
+    if (get_int(opts, "auction_rounds", &i) == 0)
+        v->opts.taot.auction_rounds = (int)i;
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "alpha")) && cJSON_IsNumber(it))
+        v->opts.llep.alpha = it->valuedouble;
+    if (get_int(opts, "min_chunk", &i) == 0)
+        v->opts.llep.min_chunk = i;
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "threshold")) && cJSON_IsNumber(it))
+        v->opts.llep.threshold = it->valuedouble;
+    bool known;
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "graph")) && cJSON_IsString(it))
+        if (tsim_planner_options_set(&v->opts, "lplb-graph", it->valuestring, &known, err))
+            return TSIM_E_INPUT;
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "solver")) && cJSON_IsString(it))
+        if (tsim_planner_options_set(&v->opts, "lplb-solver", it->valuestring, &known, err))
+            return TSIM_E_INPUT;
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "history")) && cJSON_IsString(it))
+        if (tsim_planner_options_set(&v->opts, "lplb-history", it->valuestring, &known, err))
+            return TSIM_E_INPUT;
+    return TSIM_OK;
+}
+
+int tsim_vector_load(tsim_vector *v, const char *path, tsim_error *err)
+{
+    memset(v, 0, sizeof *v);
+    tsim_planner_options_default(&v->opts);
+    v->slots = 2;
+    v->ranks_per_node = 8;
+    char *text = slurp(path, err);
+    if (!text)
+        return err ? err->code : TSIM_E_INPUT;
+    v->root = cJSON_Parse(text);
+    free(text);
+    if (!v->root || !cJSON_IsObject(v->root))
+        BAD("not a JSON object");
+    copy_str(v->name, sizeof v->name, v->root, "name");
+    copy_str(v->source, sizeof v->source, v->root, "source");
+    copy_str(v->planner, sizeof v->planner, v->root, "planner");
+    const cJSON *opts = cJSON_GetObjectItemCaseSensitive(v->root, "options");
+    if (cJSON_IsObject(opts) && apply_options(v, opts, err)) {
+        tsim_error_prefix(err, "%s", path);
+        tsim_vector_free(v);
+        return TSIM_E_INPUT;
+    }
+
+    const cJSON *counts = cJSON_GetObjectItemCaseSensitive(v->root, "counts");
+    if (!cJSON_IsArray(counts) || cJSON_GetArraySize(counts) < 1)
+        BAD("\"counts\" must be a non-empty array of rows");
+    int R = cJSON_GetArraySize(counts);
+    const cJSON *row0 = cJSON_GetArrayItem(counts, 0);
+    if (!cJSON_IsArray(row0) || cJSON_GetArraySize(row0) < 1)
+        BAD("\"counts\" row 0 must be a non-empty array");
+    int E = cJSON_GetArraySize(row0);
+    if (R > TSIM_MAX_RANKS || E > TSIM_MAX_EXPERTS)
+        BAD("counts is %d x %d, above the limits", R, E);
+    if (tsim_record_alloc(&v->record, R, E, err)) {
+        tsim_vector_free(v);
+        return TSIM_E_INTERNAL;
+    }
+    int r = 0;
+    const cJSON *row;
+    cJSON_ArrayForEach(row, counts)
+    {
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != E)
+            BAD("\"counts\" row %d must have %d numbers", r, E);
+        int e = 0;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, row)
+        {
+            if (!cJSON_IsNumber(c) || c->valuedouble < 0 || c->valuedouble > (double)TSIM_MAX_COUNT)
+                BAD("\"counts\" row %d column %d is not a count", r, e);
+            v->record.counts[(size_t)r * (size_t)E + (size_t)e] = (int64_t)c->valuedouble;
+            e++;
+        }
+        r++;
+    }
+
+    const cJSON *expect = cJSON_GetObjectItemCaseSensitive(v->root, "expect");
+    if (!cJSON_IsObject(expect))
+        return TSIM_OK;
+    v->has_expect = true;
+    const cJSON *reps = cJSON_GetObjectItemCaseSensitive(expect, "replicas");
+    const cJSON *alloc = cJSON_GetObjectItemCaseSensitive(expect, "alloc");
+    const cJSON *loads = cJSON_GetObjectItemCaseSensitive(expect, "loads_after");
+    if (!cJSON_IsArray(reps) || !cJSON_IsArray(alloc) || !cJSON_IsArray(loads) || cJSON_GetArraySize(loads) != R)
+        BAD("\"expect\" needs replicas, alloc and loads_after (%d numbers)", R);
+    int nrep = cJSON_GetArraySize(reps);
+    if (tsim_plan_init(&v->expect, R, nrep + 1, err)) {
+        tsim_vector_free(v);
+        return TSIM_E_INTERNAL;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, reps)
+    {
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 4)
+            BAD("expect.replicas entries are [expert, guest, slot, planned]");
+        tsim_plan_add(&v->expect, (int)cJSON_GetArrayItem(it, 0)->valuedouble,
+                      (int)cJSON_GetArrayItem(it, 1)->valuedouble, (int)cJSON_GetArrayItem(it, 2)->valuedouble,
+                      (int64_t)cJSON_GetArrayItem(it, 3)->valuedouble);
+    }
+    cJSON_ArrayForEach(it, alloc)
+    {
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 5)
+            BAD("expect.alloc entries are [source, expert, guest, slot, tokens]");
+        int src = (int)cJSON_GetArrayItem(it, 0)->valuedouble;
+        int e = (int)cJSON_GetArrayItem(it, 1)->valuedouble;
+        int g = (int)cJSON_GetArrayItem(it, 2)->valuedouble;
+        int k = (int)cJSON_GetArrayItem(it, 3)->valuedouble;
+        int64_t tok = (int64_t)cJSON_GetArrayItem(it, 4)->valuedouble;
+        int found = -1;
+        for (int i = 0; i < v->expect.count; i++) {
+            const tsim_replica *rp = &v->expect.replicas[i];
+            if (rp->expert == e && rp->guest == g && rp->slot == k)
+                found = i;
+        }
+        if (found < 0 || src < 0 || src >= R)
+            BAD("expect.alloc entry (%d, %d, %d, %d) names no listed replica", src, e, g, k);
+        tsim_plan_alloc_row(&v->expect, found)[src] = tok;
+    }
+    v->loads_after = calloc((size_t)R, sizeof *v->loads_after);
+    if (!v->loads_after) {
+        tsim_vector_free(v);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
+    int i = 0;
+    cJSON_ArrayForEach(it, loads) v->loads_after[i++] = (int64_t)it->valuedouble;
+    const cJSON *x;
+    if ((x = cJSON_GetObjectItemCaseSensitive(expect, "rho_before")) && cJSON_IsNumber(x))
+        v->rho_before = x->valuedouble;
+    if ((x = cJSON_GetObjectItemCaseSensitive(expect, "rho_after")) && cJSON_IsNumber(x))
+        v->rho_after = x->valuedouble;
+    get_int(expect, "intra", &v->intra);
+    get_int(expect, "inter", &v->inter);
+    tsim_plan_sort(&v->expect);
+    return TSIM_OK;
+}
+
+void tsim_vector_free(tsim_vector *v)
+{
+    tsim_record_free(&v->record);
+    tsim_plan_free(&v->expect);
+    free(v->loads_after);
+    cJSON_Delete(v->root);
+    memset(v, 0, sizeof *v);
+}
+
+cJSON *tsim_vector_options_json(const char *planner, int slots, int ranks_per_node, const tsim_planner_options *o)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "slots", slots);
+    cJSON_AddNumberToObject(j, "ranks_per_node", ranks_per_node);
+    if (strcmp(planner, "taot") == 0) {
+        cJSON_AddNumberToObject(j, "lambda_plan", o->lambda_plan);
+        cJSON_AddNumberToObject(j, "iters", o->taot.iters);
+        cJSON_AddStringToObject(j, "phase3", o->taot.phase3 == TSIM_TAOT_SPLIT ? "split" : "auction");
+        cJSON_AddBoolToObject(j, "flow_hint", o->taot.flow_hint);
+        cJSON_AddBoolToObject(j, "comm_cost", o->taot.comm_cost);
+        cJSON_AddNumberToObject(j, "self_bonus", o->taot.self_bonus);
+        cJSON_AddNumberToObject(j, "auction_rounds", o->taot.auction_rounds);
+    } else if (strcmp(planner, "llep") == 0) {
+        cJSON_AddNumberToObject(j, "alpha", o->llep.alpha);
+        cJSON_AddNumberToObject(j, "min_chunk", (double)o->llep.min_chunk);
+        cJSON_AddNumberToObject(j, "threshold", o->llep.threshold);
+    } else if (strcmp(planner, "lplb") == 0) {
+        static const char *const solvers[] = {"ipm", "exact"};
+        static const char *const hist[] = {"prev", "none", "oracle"};
+        cJSON_AddStringToObject(j, "graph", o->lplb.graph);
+        cJSON_AddStringToObject(j, "solver", solvers[o->lplb.solver]);
+        cJSON_AddStringToObject(j, "history", hist[o->lplb.history]);
+    }
+    return j;
+}
+
+static cJSON *int_array(const int64_t *vals, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)vals[i]));
+    return a;
+}
+
+cJSON *tsim_vector_plan_json(const char *name, const char *planner, cJSON *options, const tsim_record *rec,
+                             tsim_plan *plan, const int64_t *loads_after, const tsim_metrics *m, bool with_counts)
+{
+    tsim_plan_sort(plan);
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "name", name);
+    cJSON_AddStringToObject(j, "source", "taotsim");
+    cJSON_AddStringToObject(j, "planner", planner);
+    if (options)
+        cJSON_AddItemToObject(j, "options", options);
+    if (with_counts) {
+        cJSON *counts = cJSON_AddArrayToObject(j, "counts");
+        for (int r = 0; r < rec->ranks; r++)
+            cJSON_AddItemToArray(counts, int_array(rec->counts + (size_t)r * (size_t)rec->experts, rec->experts));
+    }
+    cJSON *got = cJSON_AddObjectToObject(j, "got");
+    cJSON *reps = cJSON_AddArrayToObject(got, "replicas");
+    cJSON *alloc = cJSON_AddArrayToObject(got, "alloc");
+    for (int i = 0; i < plan->count; i++) {
+        const tsim_replica *rp = &plan->replicas[i];
+        int64_t q[4] = {rp->expert, rp->guest, rp->slot, rp->planned};
+        cJSON_AddItemToArray(reps, int_array(q, 4));
+        const int64_t *row = tsim_plan_alloc_row_c(plan, i);
+        for (int r = 0; r < plan->ranks; r++) {
+            if (row[r] == 0)
+                continue;
+            int64_t a[5] = {r, rp->expert, rp->guest, rp->slot, row[r]};
+            cJSON_AddItemToArray(alloc, int_array(a, 5));
+        }
+    }
+    cJSON_AddItemToObject(got, "loads_after", int_array(loads_after, rec->ranks));
+    cJSON_AddNumberToObject(got, "rho_before", m->v[TSIM_M_RHO_BEFORE]);
+    cJSON_AddNumberToObject(got, "rho_after", m->v[TSIM_M_RHO_AFTER]);
+    cJSON_AddNumberToObject(got, "intra", m->v[TSIM_M_INTRA]);
+    cJSON_AddNumberToObject(got, "inter", m->v[TSIM_M_INTER]);
+    return j;
+}
