@@ -256,3 +256,22 @@ void tsim_planner_stop(tsim_planner *p)
         p->desc->free(p->state);
     p->state = NULL;
 }
+
+static const char *const option_names[] = {
+    "lambda-plan", "taot-phase3", "taot-no-flow-hint", "taot-no-comm-cost", "taot-iters", "taot-self-bonus",
+    "taot-auction-rounds", "taot-device", "llep-alpha", "llep-min-chunk", "llep-threshold", "lplb-graph",
+    "lplb-solver", "lplb-history", NULL,
+};
+
+bool tsim_planner_option_is_flag(const char *name)
+{
+    return strcmp(name, "taot-no-flow-hint") == 0 || strcmp(name, "taot-no-comm-cost") == 0;
+}
+
+bool tsim_planner_option_exists(const char *name)
+{
+    for (const char *const *n = option_names; *n; n++)
+        if (strcmp(*n, name) == 0)
+            return true;
+    return false;
+}

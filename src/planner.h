@@ -91,4 +91,10 @@ int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planne
 int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err);
 void tsim_planner_stop(tsim_planner *p);
 
+
+/* True for planner options that take no value (--taot-no-flow-hint ...). */
+bool tsim_planner_option_is_flag(const char *name);
+/* True when name is a planner option at all. */
+bool tsim_planner_option_exists(const char *name);
+
 #endif

@@ -1,2 +1,181 @@
-/* report */
-typedef int tsim_placeholder_unit;
+#include "report.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h"
+#include "tsim_config.h"
+
+int tsim_format_parse(const char *s, tsim_format *out, tsim_error *err)
+{
+    if (strcmp(s, "md") == 0 || strcmp(s, "markdown") == 0)
+        *out = TSIM_FORMAT_MD;
+    else if (strcmp(s, "csv") == 0)
+        *out = TSIM_FORMAT_CSV;
+    else if (strcmp(s, "json") == 0)
+        *out = TSIM_FORMAT_JSON;
+    else
+        return tsim_error_set(err, TSIM_E_INPUT, "--format: expected md, csv or json, got '%s'", s);
+    return TSIM_OK;
+}
+
+static char *dup_str(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+int tsim_table_init(tsim_table *t, int ncols, const char *const *headers)
+{
+    memset(t, 0, sizeof *t);
+    t->ncols = ncols;
+    t->headers = calloc((size_t)ncols, sizeof *t->headers);
+    if (!t->headers)
+        return -1;
+    for (int c = 0; c < ncols; c++)
+        if (!(t->headers[c] = dup_str(headers[c])))
+            return -1;
+    return 0;
+}
+
+int tsim_table_add_row(tsim_table *t, const char *const *cells)
+{
+    if (t->nrows == t->cap) {
+        int cap = t->cap ? t->cap * 2 : 16;
+        char **c = realloc(t->cells, sizeof *c * (size_t)cap * (size_t)t->ncols);
+        if (!c)
+            return -1;
+        t->cells = c;
+        t->cap = cap;
+    }
+    for (int c = 0; c < t->ncols; c++)
+        if (!(t->cells[(size_t)t->nrows * (size_t)t->ncols + (size_t)c] = dup_str(cells[c] ? cells[c] : "")))
+            return -1;
+    t->nrows++;
+    return 0;
+}
+
+void tsim_table_free(tsim_table *t)
+{
+    if (t->headers)
+        for (int c = 0; c < t->ncols; c++)
+            free(t->headers[c]);
+    for (int i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->headers);
+    free(t->cells);
+    memset(t, 0, sizeof *t);
+}
+
+static void print_csv_cell(FILE *out, const char *s)
+{
+    if (strpbrk(s, ",\"\n")) {
+        fputc('"', out);
+        for (; *s; s++) {
+            if (*s == '"')
+                fputc('"', out);
+            fputc(*s, out);
+        }
+        fputc('"', out);
+    } else
+        fputs(s, out);
+}
+
+void tsim_table_print(const tsim_table *t, FILE *out, tsim_format fmt)
+{
+    if (fmt == TSIM_FORMAT_CSV) {
+        for (int c = 0; c < t->ncols; c++) {
+            if (c)
+                fputc(',', out);
+            print_csv_cell(out, t->headers[c]);
+        }
+        fputc('\n', out);
+        for (int r = 0; r < t->nrows; r++) {
+            for (int c = 0; c < t->ncols; c++) {
+                if (c)
+                    fputc(',', out);
+                print_csv_cell(out, t->cells[(size_t)r * (size_t)t->ncols + (size_t)c]);
+            }
+            fputc('\n', out);
+        }
+        return;
+    }
+    size_t width[64] = {0};
+    int ncols = t->ncols < 64 ? t->ncols : 64;
+    for (int c = 0; c < ncols; c++) {
+        width[c] = strlen(t->headers[c]);
+        if (width[c] < 3)
+            width[c] = 3;
+        for (int r = 0; r < t->nrows; r++) {
+            size_t w = strlen(t->cells[(size_t)r * (size_t)t->ncols + (size_t)c]);
+            if (w > width[c])
+                width[c] = w;
+        }
+    }
+    /* First column left-aligned (labels), the rest right-aligned (numbers). */
+    fputc('|', out);
+    for (int c = 0; c < ncols; c++)
+        fprintf(out, c ? " %*s |" : " %-*s |", (int)width[c], t->headers[c]);
+    fputs("\n|", out);
+    for (int c = 0; c < ncols; c++) {
+        fputc(c ? '-' : ':', out);
+        for (size_t i = 0; i < width[c]; i++)
+            fputc('-', out);
+        fputs(c ? ":|" : "-|", out);
+    }
+    fputc('\n', out);
+    for (int r = 0; r < t->nrows; r++) {
+        fputc('|', out);
+        for (int c = 0; c < ncols; c++)
+            fprintf(out, c ? " %*s |" : " %-*s |", (int)width[c], t->cells[(size_t)r * (size_t)t->ncols + (size_t)c]);
+        fputc('\n', out);
+    }
+}
+
+cJSON *tsim_summary_json(const tsim_summary *s)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "mean", s->mean);
+    cJSON_AddNumberToObject(j, "std", s->std);
+    cJSON_AddNumberToObject(j, "min", s->min);
+    cJSON_AddNumberToObject(j, "p50", s->p50);
+    cJSON_AddNumberToObject(j, "p95", s->p95);
+    cJSON_AddNumberToObject(j, "max", s->max);
+    return j;
+}
+
+cJSON *tsim_result_json_new(void)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "tool", "taotsim");
+    cJSON_AddStringToObject(j, "version", TSIM_VERSION);
+    cJSON_AddStringToObject(j, "command", tsim_cli_command_line());
+    return j;
+}
+
+int tsim_json_print(FILE *out, const cJSON *j)
+{
+    char *text = cJSON_Print(j);
+    if (!text)
+        return -1;
+    fputs(text, out);
+    fputc('\n', out);
+    free(text);
+    return 0;
+}
+
+void tsim_fmt_num(char *buf, size_t n, double v, int decimals)
+{
+    if (isnan(v))
+        snprintf(buf, n, "-");
+    else {
+        snprintf(buf, n, "%.*f", decimals, v);
+        if (strcmp(buf, "-0") == 0 || (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1)))
+            memmove(buf, buf + 1, strlen(buf)); /* no "-0.00" */
+    }
+}

@@ -1,3 +1,420 @@
+/* Unit tests of the core: topology, even split, plan, evaluator, stats,
+ * break-even lambda, list parsing, the shared split rule, atomic output. */
 #include <criterion/criterion.h>
-/* PLACEHOLDER: replaced by the real suite. */
-Test(placeholder, nothing) { cr_skip_test("suite not written yet"); }
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "evaluate.h"
+#include "outfile.h"
+#include "parse.h"
+#include "plan.h"
+#include "planner.h"
+#include "record.h"
+#include "split.h"
+#include "stats.h"
+#include "topology.h"
+
+static void set_counts(tsim_record *rec, const int64_t *vals)
+{
+    memcpy(rec->counts, vals, sizeof *vals * (size_t)rec->ranks * (size_t)rec->experts);
+}
+
+Test(topology, contiguous_home_and_nodes)
+{
+    tsim_topology t;
+    cr_assert_eq(tsim_topology_init(&t, 4, 8, 2, 2, NULL, NULL), 0);
+    cr_assert_eq(t.experts_per_rank, 2);
+    cr_assert_eq(t.home[5], 2);
+    cr_assert_eq(tsim_home_experts(&t, 3)[1], 7);
+    cr_assert(tsim_same_node(&t, 0, 1));
+    cr_assert(!tsim_same_node(&t, 1, 2));
+    cr_assert_eq(tsim_cost(&t, 0, 3, 3.0), 3.0);
+    cr_assert_eq(tsim_cost(&t, 2, 2, 3.0), 1.0);
+    tsim_topology_free(&t);
+}
+
+Test(topology, rejects_bad_shapes)
+{
+    tsim_topology t;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_topology_init(&t, 3, 8, 8, 2, NULL, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "experts 8 is not divisible by ep 3");
+    int32_t uneven[4] = {0, 0, 0, 1};
+    cr_assert_eq(tsim_topology_init(&t, 2, 4, 8, 2, uneven, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "more than 2 experts") != NULL, "%s", err.msg);
+    cr_assert_eq(tsim_topology_init(&t, 5000, 5000, 8, 2, NULL, &err), TSIM_E_INPUT);
+}
+
+Test(topology, explicit_home_lists_rank_experts_in_order)
+{
+    tsim_topology t;
+    int32_t home[4] = {1, 0, 1, 0};
+    cr_assert_eq(tsim_topology_init(&t, 2, 4, 8, 1, home, NULL), 0);
+    cr_assert_eq(tsim_home_experts(&t, 0)[0], 1);
+    cr_assert_eq(tsim_home_experts(&t, 0)[1], 3);
+    cr_assert_eq(tsim_home_experts(&t, 1)[0], 0);
+    tsim_topology_free(&t);
+}
+
+Test(record, even_split_rule)
+{
+    tsim_record rec;
+    cr_assert_eq(tsim_record_alloc(&rec, 4, 3, NULL), 0);
+    int64_t tpe[3] = {10, 3, 0};
+    tsim_record_split_even(&rec, tpe);
+    /* 10 = 2 each + remainder 2 to ranks 0 and 1; 3 = 0 each + 1 to ranks 0..2. */
+    int64_t want[12] = {3, 1, 0, 3, 1, 0, 2, 1, 0, 2, 0, 0};
+    for (int i = 0; i < 12; i++)
+        cr_assert_eq(rec.counts[i], want[i], "cell %d", i);
+    int64_t back[3];
+    tsim_record_expert_totals(&rec, back);
+    cr_assert_eq(back[0], 10);
+    cr_assert_eq(back[1], 3);
+    tsim_record_free(&rec);
+}
+
+Test(plan, add_grow_sort_drop)
+{
+    tsim_plan p;
+    cr_assert_eq(tsim_plan_init(&p, 3, 1, NULL), 0);
+    for (int i = 0; i < 9; i++) {
+        int idx = tsim_plan_add(&p, 9 - i, i % 3, 0, i);
+        cr_assert_eq(idx, i);
+        tsim_plan_alloc_row(&p, idx)[i % 3] = i % 2; /* odd ones send a token */
+    }
+    cr_assert_geq(p.capacity, 9);
+    tsim_plan_sort(&p);
+    for (int i = 1; i < p.count; i++)
+        cr_assert_lt(p.replicas[i - 1].expert, p.replicas[i].expert);
+    /* rows moved with their replicas */
+    for (int i = 0; i < p.count; i++) {
+        int orig = (int)p.replicas[i].planned;
+        cr_assert_eq(tsim_plan_alloc_row(&p, i)[orig % 3], orig % 2);
+    }
+    tsim_plan_drop_empty(&p);
+    cr_assert_eq(p.count, 4);
+    tsim_plan_free(&p);
+}
+
+/* A 4-rank, 2-node record of 8 experts (2 per rank) used by evaluator tests. */
+static void small_setup(tsim_topology *t, tsim_record *rec, tsim_evaluator *ev)
+{
+    cr_assert_eq(tsim_topology_init(t, 4, 8, 2, 2, NULL, NULL), 0);
+    cr_assert_eq(tsim_record_alloc(rec, 4, 8, NULL), 0);
+    /* rank r sends cnt to expert e; native loads: rank0 = 60+40=100 ... */
+    int64_t c[32] = {
+        30, 20, 5, 5, 2, 2, 1, 1, /* source 0 */
+        10, 10, 5, 5, 2, 2, 1, 1, /* source 1 */
+        10, 5, 5, 5, 3, 3, 2, 2,  /* source 2 */
+        10, 5, 5, 5, 3, 3, 2, 2,  /* source 3 */
+    };
+    set_counts(rec, c);
+    cr_assert_eq(tsim_evaluator_init(ev, t, NULL), 0);
+}
+
+Test(evaluate, metrics_by_hand)
+{
+    tsim_topology t;
+    tsim_record rec;
+    tsim_evaluator ev;
+    small_setup(&t, &rec, &ev);
+    /* native loads: rank0 = 60+40 = 100, rank1 = 20+20 = 40, rank2 = 10+10 = 20, rank3 = 6+6 = 12; mean 43 */
+    tsim_plan p;
+    tsim_plan_init(&p, 4, 8, NULL);
+    int a = tsim_plan_add(&p, 0, 1, 0, 20); /* intra (ranks 0,1 on node 0) */
+    int b = tsim_plan_add(&p, 0, 3, 0, 25); /* inter */
+    tsim_plan_alloc_row(&p, a)[0] = 20;     /* source 0 -> rank 1: same node */
+    tsim_plan_alloc_row(&p, b)[1] = 10;     /* source 1 -> rank 3: cross node */
+    tsim_plan_alloc_row(&p, b)[3] = 10;     /* source 3 -> rank 3: local to the guest */
+    tsim_metrics m;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_evaluate(&ev, &rec, &p, 3.0, "hand", &m, &err), 0, "%s", err.msg);
+    cr_assert_eq(ev.load_after[0], 60);
+    cr_assert_eq(ev.load_after[1], 60);
+    cr_assert_eq(ev.load_after[3], 32);
+    double mean = 172.0 / 4.0;
+    cr_assert_float_eq(m.v[TSIM_M_RHO_BEFORE], (100 - mean) / mean, 1e-12);
+    cr_assert_float_eq(m.v[TSIM_M_RHO_AFTER], (60 - mean) / mean, 1e-12);
+    cr_assert_float_eq(m.v[TSIM_M_IMPROVE_PP], 100 * (60 - 100) / mean, 1e-9);
+    cr_assert_eq(m.v[TSIM_M_INTRA], 1);
+    cr_assert_eq(m.v[TSIM_M_INTER], 1);
+    cr_assert_eq(m.v[TSIM_M_WEIGHTED], 4);
+    cr_assert_eq(m.v[TSIM_M_OFFLOADED], 40);
+    /* Cross-node tokens before: sources 2,3 sending to experts 0..3 (node 0) and
+     * sources 0,1 sending to experts 4..7 (node 1). */
+    double before = (10 + 5 + 5 + 5) * 2 + (2 + 2 + 1 + 1) * 2;
+    cr_assert_eq(m.v[TSIM_M_TRAFFIC_INTER_BEFORE], before);
+    /* After: source 3's 10 tokens of expert 0 now stay on node 1 (-10), source 1's
+     * 10 tokens now cross to rank 3 (+10); source 0 -> rank 1 stays intra. */
+    cr_assert_eq(m.v[TSIM_M_TRAFFIC_INTER_AFTER], before);
+    /* weighted is linear in lambda */
+    cr_assert_eq(tsim_evaluate(&ev, &rec, &p, 10.0, "hand", &m, &err), 0);
+    cr_assert_eq(m.v[TSIM_M_WEIGHTED], 11);
+    tsim_plan_free(&p);
+    tsim_evaluator_free(&ev);
+    tsim_record_free(&rec);
+    tsim_topology_free(&t);
+}
+
+static void expect_reject(tsim_plan *p, bool slot_limited, const char *needle)
+{
+    tsim_topology t;
+    tsim_record rec;
+    tsim_evaluator ev;
+    small_setup(&t, &rec, &ev);
+    p->slot_limited = slot_limited;
+    tsim_metrics m;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_evaluate(&ev, &rec, p, 3.0, "bad", &m, &err), TSIM_E_INTERNAL, "expected a rejection: %s",
+                 needle);
+    cr_assert(strstr(err.msg, needle) != NULL, "message '%s' lacks '%s'", err.msg, needle);
+    cr_assert(strstr(err.msg, "planner 'bad'") != NULL, "%s", err.msg);
+    tsim_evaluator_free(&ev);
+    tsim_record_free(&rec);
+    tsim_topology_free(&t);
+}
+
+Test(evaluate, rejects_every_broken_rule)
+{
+    tsim_plan p;
+    tsim_plan_init(&p, 4, 8, NULL);
+    tsim_plan_add(&p, 0, 0, 0, 1);
+    expect_reject(&p, true, "on its home rank 0");
+
+    tsim_plan_reset(&p);
+    tsim_plan_add(&p, 0, 1, 2, 1);
+    expect_reject(&p, true, "uses slot 2, but K = 2");
+
+    tsim_plan_reset(&p);
+    tsim_plan_add(&p, 0, 1, 0, 1);
+    tsim_plan_add(&p, 2, 2, 0, 1);
+    tsim_plan_add(&p, 4, 1, 0, 1);
+    expect_reject(&p, true, "slot 0 of rank 1 holds both expert 0 and expert 4");
+
+    tsim_plan_reset(&p);
+    tsim_plan_add(&p, 0, 1, 0, 1);
+    tsim_plan_add(&p, 0, 1, 1, 1);
+    expect_reject(&p, true, "expert 0 has two replicas on rank 1");
+
+    tsim_plan_reset(&p);
+    int i = tsim_plan_add(&p, 0, 1, 0, 1);
+    tsim_plan_alloc_row(&p, i)[2] = 11; /* source 2 has only 10 of expert 0 */
+    expect_reject(&p, true, "source rank 2 sends 11 tokens of expert 0 to replicas but has only 10");
+
+    tsim_plan_reset(&p);
+    i = tsim_plan_add(&p, 0, 1, 0, 1);
+    int j = tsim_plan_add(&p, 0, 2, 0, 1);
+    tsim_plan_alloc_row(&p, i)[2] = 6;
+    tsim_plan_alloc_row(&p, j)[2] = 6; /* 12 > 10 over two replicas */
+    expect_reject(&p, true, "has only 10");
+
+    tsim_plan_reset(&p);
+    i = tsim_plan_add(&p, 0, 1, 0, 1);
+    tsim_plan_alloc_row(&p, i)[0] = -1;
+    expect_reject(&p, true, "negative");
+
+    tsim_plan_reset(&p);
+    tsim_plan_add(&p, 9, 1, 0, 1);
+    expect_reject(&p, true, "names expert 9");
+
+    tsim_plan_reset(&p);
+    tsim_plan_add(&p, 0, 7, 0, 1);
+    expect_reject(&p, true, "guest rank 7");
+
+    /* LLEP-style plans have no K bound but still no duplicates */
+    tsim_plan_reset(&p);
+    tsim_plan_add(&p, 0, 1, 5, 1);
+    tsim_plan_add(&p, 0, 1, 6, 1);
+    expect_reject(&p, false, "two replicas on rank 1");
+    tsim_plan_free(&p);
+}
+
+Test(evaluate, slot_limit_off_allows_high_slot_index)
+{
+    tsim_topology t;
+    tsim_record rec;
+    tsim_evaluator ev;
+    small_setup(&t, &rec, &ev);
+    tsim_plan p;
+    tsim_plan_init(&p, 4, 8, NULL);
+    p.slot_limited = false;
+    int i = tsim_plan_add(&p, 0, 2, 5, 1);
+    tsim_plan_alloc_row(&p, i)[0] = 30;
+    tsim_metrics m;
+    cr_assert_eq(tsim_evaluate(&ev, &rec, &p, 3.0, "llep", &m, NULL), 0);
+    cr_assert_eq(m.v[TSIM_M_INTER], 1);
+    tsim_plan_free(&p);
+    tsim_evaluator_free(&ev);
+    tsim_record_free(&rec);
+    tsim_topology_free(&t);
+}
+
+Test(evaluate, empty_record_has_zero_imbalance)
+{
+    int64_t load[3] = {0, 0, 0};
+    cr_assert_eq(tsim_imbalance(load, 3), 0.0);
+    int64_t even[2] = {5, 5};
+    cr_assert_eq(tsim_imbalance(even, 2), 0.0);
+}
+
+Test(evaluate, break_even_lambda_paper_example)
+{
+    /* model.md: EP16 70%, TAOT 9 intra + 6 inter, LPLB 32 + 0: 23/6 = 3.83 */
+    double ls;
+    cr_assert_eq(tsim_break_even(9, 6, 32, 0, &ls), 0);
+    cr_assert_float_eq(ls, 23.0 / 6.0, 1e-12);
+    /* above it LPLB is cheaper, below it TAOT */
+    cr_assert_lt(32 + 4.0 * 0, 9 + 4.0 * 6);
+    cr_assert_gt(32 + 3.0 * 0, 9 + 3.0 * 6);
+    cr_assert_eq(tsim_break_even(1, 2, 3, 2, &ls), -1);
+}
+
+Test(stats, summary_nearest_rank)
+{
+    double v[20], scratch[20];
+    for (int i = 0; i < 20; i++)
+        v[i] = 20 - i; /* 20..1 */
+    tsim_summary s = tsim_summarize(v, 20, scratch);
+    cr_assert_float_eq(s.mean, 10.5, 1e-12);
+    cr_assert_float_eq(s.std, sqrt((20.0 * 20.0 - 1.0) / 12.0), 1e-12); /* population std of 1..20 */
+    cr_assert_eq(s.min, 1);
+    cr_assert_eq(s.max, 20);
+    cr_assert_eq(s.p50, 10); /* ceil(0.5*20) = 10th */
+    cr_assert_eq(s.p95, 19); /* ceil(0.95*20) = 19th */
+    double one[1] = {7};
+    s = tsim_summarize(one, 1, scratch);
+    cr_assert_eq(s.p50, 7);
+    cr_assert_eq(s.p95, 7);
+    cr_assert_eq(s.std, 0);
+    double three[3] = {1, 2, 3};
+    s = tsim_summarize(three, 3, scratch);
+    cr_assert_eq(s.p50, 2); /* ceil(1.5) = 2 */
+    cr_assert_eq(s.p95, 3);
+}
+
+Test(parse, lists_and_ranges)
+{
+    double v[64];
+    int n;
+    cr_assert_eq(tsim_parse_double_list("1,2.5,3", v, 64, &n, "x", NULL), 0);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(v[1], 2.5);
+    cr_assert_eq(tsim_parse_double_list("1-10+1", v, 64, &n, "x", NULL), 0);
+    cr_assert_eq(n, 10);
+    cr_assert_eq(v[9], 10);
+    cr_assert_eq(tsim_parse_double_list("1-2+0.25,5", v, 64, &n, "x", NULL), 0);
+    cr_assert_eq(n, 6);
+    cr_assert_eq(v[4], 2.0);
+    cr_assert_eq(v[5], 5.0);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_parse_double_list("1,,2", v, 64, &n, "--lambda", &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_parse_double_list("5-1", v, 64, &n, "--lambda", &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "backwards") != NULL);
+    cr_assert_eq(tsim_parse_double_list("abc", v, 64, &n, "--lambda", &err), TSIM_E_INPUT);
+    int iv[8];
+    cr_assert_eq(tsim_parse_int_list("4,8,16", iv, 8, &n, "--ep", NULL), 0);
+    cr_assert_eq(iv[2], 16);
+    cr_assert_eq(tsim_parse_int_list("1.5", iv, 8, &n, "--ep", &err), TSIM_E_INPUT);
+    int x;
+    cr_assert_eq(tsim_parse_int("12x", 0, 100, &x, "--slots", &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_parse_int("101", 0, 100, &x, "--slots", &err), TSIM_E_INPUT);
+}
+
+Test(planner, spec_with_label_and_options)
+{
+    tsim_planner_options base;
+    tsim_planner_options_default(&base);
+    tsim_planner p;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_planner_spec_parse(&p, "taot-split=taot:--taot-phase3=split:--taot-no-flow-hint", &base, &err),
+                 0, "%s", err.msg);
+    cr_assert_str_eq(p.label, "taot-split");
+    cr_assert_str_eq(p.desc->name, "taot");
+    cr_assert_eq(p.opts.taot.phase3, TSIM_TAOT_SPLIT);
+    cr_assert(!p.opts.taot.flow_hint);
+    cr_assert(base.taot.flow_hint, "base options untouched");
+    cr_assert_eq(tsim_planner_spec_parse(&p, "echo", &base, &err), 0);
+    cr_assert_str_eq(p.label, "echo");
+    cr_assert_eq(tsim_planner_spec_parse(&p, "nope", &base, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "unknown planner 'nope'") != NULL, "%s", err.msg);
+    cr_assert_eq(tsim_planner_spec_parse(&p, "x=taot:--taot-iters=abc", &base, &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_planner_spec_parse(&p, "x=taot:--taot-bogus=1", &base, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "unknown option --taot-bogus") != NULL, "%s", err.msg);
+}
+
+Test(split, proportional_floors_then_intervals)
+{
+    /* One expert (0) with 3 sources holding 5, 3, 2 tokens (tpe 10); two
+     * replicas want 4 (rank 1 slot 0) and 3 (rank 2 slot 0). */
+    tsim_record rec;
+    tsim_record_alloc(&rec, 3, 3, NULL);
+    int64_t c[9] = {5, 0, 0, 3, 0, 0, 2, 0, 0};
+    set_counts(&rec, c);
+    int64_t tpe[3] = {10, 0, 0};
+    tsim_plan p;
+    tsim_plan_init(&p, 3, 4, NULL);
+    int b = tsim_plan_add(&p, 0, 2, 0, 3);
+    int a = tsim_plan_add(&p, 0, 1, 0, 4);
+    tsim_split_scratch s;
+    cr_assert_eq(tsim_split_scratch_init(&s, 3, 4, NULL), 0);
+    cr_assert_eq(tsim_split_plan(&rec, tpe, 1, &p, &s, NULL), 0);
+    /* floors for d=4: 2, 1, 0 (0.8 -> 0); d=3: 1, 0, 0 (1.5, 0.9, 0.6).
+     * leftovers per source: 5-2-1 = 2, 3-1 = 2, 2; demands left: rank1 1, rank2 2.
+     * end to end: rank 1 takes 1 from source 0; rank 2 takes 1 from source 0 and 1 from source 1. */
+    const int64_t *ra = tsim_plan_alloc_row(&p, a), *rb = tsim_plan_alloc_row(&p, b);
+    cr_assert_eq(ra[0], 3);
+    cr_assert_eq(ra[1], 1);
+    cr_assert_eq(ra[2], 0);
+    cr_assert_eq(rb[0], 2);
+    cr_assert_eq(rb[1], 1);
+    cr_assert_eq(rb[2], 0);
+    tsim_split_scratch_free(&s);
+    tsim_plan_free(&p);
+    tsim_record_free(&rec);
+}
+
+Test(split, float_floor_rounds_up_as_published)
+{
+    /* vectors/README: 6332 * 19849 / 99670 = 1260.99998 becomes 1261 in float. */
+    float share = (float)6332 / (float)99670;
+    float prod = share * (float)19849;
+    cr_assert_eq((long)floorf(prod), 1261);
+}
+
+Test(outfile, commit_renames_and_abort_leaves_nothing)
+{
+    char dir[] = "/tmp/tsim-outfile-XXXXXX";
+    cr_assert(mkdtemp(dir) != NULL);
+    char path[256];
+    snprintf(path, sizeof path, "%s/result.txt", dir);
+    tsim_outfile f;
+    cr_assert_eq(tsim_outfile_open(&f, path, NULL), 0);
+    fputs("hello\n", f.fp);
+    struct stat st;
+    cr_assert_neq(stat(path, &st), 0, "target must not exist before commit");
+    cr_assert_eq(tsim_outfile_commit(&f, NULL), 0);
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_size, 6);
+
+    snprintf(path, sizeof path, "%s/aborted.txt", dir);
+    cr_assert_eq(tsim_outfile_open(&f, path, NULL), 0);
+    fputs("partial", f.fp);
+    tsim_outfile_abort(&f);
+    cr_assert_neq(stat(path, &st), 0);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "test $(ls -A %s | wc -l) -eq 1", dir);
+    cr_assert_eq(system(cmd), 0, "only result.txt remains");
+
+    tsim_error err = {0};
+    cr_assert_eq(tsim_outfile_open(&f, "/dev/full", &err), 0);
+    for (int i = 0; i < 10000; i++)
+        fputs("data data data data\n", f.fp);
+    cr_assert_eq(tsim_outfile_commit(&f, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "/dev/full: write failed") != NULL, "%s", err.msg);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Installs the Debian packages taotsim needs, only those missing (needs root or sudo).
+set -euo pipefail
+packages="build-essential pkg-config meson ninja-build libcjson-dev libgsl-dev libcriterion-dev \
+gnuplot-nox libglpk-dev zlib1g-dev"
+missing=""
+for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
+[ -z "$missing" ] && exit 0
+echo "installing:$missing" >&2
+if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
+$sudo apt-get update -qq
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null

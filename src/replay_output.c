@@ -1,0 +1,212 @@
+#include "replay_output.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vector.h"
+
+cJSON *tsim_planner_result_json(const tsim_session *s, int i)
+{
+    const tsim_planner *p = &s->planners[i];
+    const tsim_planner_result *res = &s->results[i];
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "planner", p->label);
+    cJSON_AddStringToObject(j, "algorithm", p->desc->name);
+    cJSON *opts = tsim_vector_options_json(p->desc->name, s->topo.slots, s->topo.ranks_per_node, &p->opts);
+    cJSON_DeleteItemFromObjectCaseSensitive(opts, "slots");
+    cJSON_DeleteItemFromObjectCaseSensitive(opts, "ranks_per_node");
+    cJSON_AddItemToObject(j, "options", opts);
+    cJSON_AddNumberToObject(j, "records", (double)res->records);
+    cJSON *metrics = cJSON_AddObjectToObject(j, "metrics");
+    for (int m = 0; m < TSIM_M_COUNT; m++) {
+        if (m == TSIM_M_PLAN_NS && !s->timing)
+            continue;
+        tsim_summary sum = tsim_series_summary(&res->metrics[m]);
+        cJSON_AddItemToObject(metrics, tsim_metric_names[m], tsim_summary_json(&sum));
+    }
+    cJSON *notes = cJSON_AddObjectToObject(j, "notes");
+    for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+        if (res->note_records[b])
+            cJSON_AddNumberToObject(notes, tsim_note_names[b], (double)res->note_records[b]);
+    return j;
+}
+
+cJSON *tsim_session_params_json(const tsim_session *s)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "slots", s->topo.slots);
+    cJSON_AddNumberToObject(j, "lambda_plan", s->n_planners ? s->planners[0].opts.lambda_plan : 3.0);
+    cJSON_AddNumberToObject(j, "lambda_eval", s->lambda_eval);
+    return j;
+}
+
+static void fmt(char *buf, size_t n, double v, int dec)
+{
+    tsim_fmt_num(buf, n, v, dec);
+}
+
+static double mean_of(const tsim_session *s, int p, int m)
+{
+    const tsim_series *ser = &s->results[p].metrics[m];
+    double sum = 0;
+    for (size_t i = 0; i < ser->n; i++)
+        sum += ser->values[i];
+    return ser->n ? sum / (double)ser->n : 0.0;
+}
+
+static int print_summary_table(FILE *out, const tsim_session *s, tsim_format format)
+{
+    if (format == TSIM_FORMAT_CSV) {
+        fputs("planner,metric,mean,std,min,p50,p95,max\n", out);
+        for (int p = 0; p < s->n_planners; p++)
+            for (int m = 0; m < TSIM_M_COUNT; m++) {
+                if (m == TSIM_M_PLAN_NS && !s->timing)
+                    continue;
+                tsim_summary sum = tsim_series_summary(&s->results[p].metrics[m]);
+                fprintf(out, "%s,%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n", s->planners[p].label,
+                        tsim_metric_names[m], sum.mean, sum.std, sum.min, sum.p50, sum.p95, sum.max);
+            }
+        return 0;
+    }
+    const char *headers[] = {"planner",  "records", "rho before %", "rho after %", "improve pp",
+                             "intra",    "inter",   "weighted",     "offloaded",   "x-node tokens before",
+                             "x-node tokens after", "plan us p50"};
+    int ncols = s->timing ? 12 : 11;
+    tsim_table t;
+    if (tsim_table_init(&t, ncols, headers))
+        return -1;
+    for (int p = 0; p < s->n_planners; p++) {
+        char c[12][48];
+        snprintf(c[0], sizeof c[0], "%s", s->planners[p].label);
+        snprintf(c[1], sizeof c[1], "%lld", (long long)s->results[p].records);
+        fmt(c[2], sizeof c[2], 100.0 * mean_of(s, p, TSIM_M_RHO_BEFORE), 2);
+        fmt(c[3], sizeof c[3], 100.0 * mean_of(s, p, TSIM_M_RHO_AFTER), 2);
+        fmt(c[4], sizeof c[4], mean_of(s, p, TSIM_M_IMPROVE_PP), 2);
+        fmt(c[5], sizeof c[5], mean_of(s, p, TSIM_M_INTRA), 2);
+        fmt(c[6], sizeof c[6], mean_of(s, p, TSIM_M_INTER), 2);
+        fmt(c[7], sizeof c[7], mean_of(s, p, TSIM_M_WEIGHTED), 2);
+        fmt(c[8], sizeof c[8], mean_of(s, p, TSIM_M_OFFLOADED), 1);
+        fmt(c[9], sizeof c[9], mean_of(s, p, TSIM_M_TRAFFIC_INTER_BEFORE), 1);
+        fmt(c[10], sizeof c[10], mean_of(s, p, TSIM_M_TRAFFIC_INTER_AFTER), 1);
+        if (s->timing) {
+            tsim_summary ns = tsim_series_summary(&s->results[p].metrics[TSIM_M_PLAN_NS]);
+            fmt(c[11], sizeof c[11], ns.p50 / 1000.0, 1);
+        }
+        const char *cells[12];
+        for (int k = 0; k < 12; k++)
+            cells[k] = c[k];
+        tsim_table_add_row(&t, cells);
+    }
+    tsim_table_print(&t, out, format);
+    tsim_table_free(&t);
+    for (int p = 0; p < s->n_planners; p++)
+        for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+            if (s->results[p].note_records[b])
+                fprintf(out, "\n%s: %s in %lld of %lld records\n", s->planners[p].label, tsim_note_names[b],
+                        (long long)s->results[p].note_records[b], (long long)s->results[p].records);
+    return 0;
+}
+
+static const int per_record_metrics[] = {TSIM_M_RHO_BEFORE, TSIM_M_RHO_AFTER, TSIM_M_IMPROVE_PP, TSIM_M_INTRA,
+                                         TSIM_M_INTER,      TSIM_M_WEIGHTED,  TSIM_M_OFFLOADED,
+                                         TSIM_M_TRAFFIC_INTER_BEFORE, TSIM_M_TRAFFIC_INTER_AFTER};
+#define N_PER_RECORD ((int)(sizeof per_record_metrics / sizeof per_record_metrics[0]))
+
+static int print_per_record(FILE *out, const tsim_session *s, tsim_format format)
+{
+    const char *headers[4 + N_PER_RECORD + 1];
+    headers[0] = "record";
+    headers[1] = "microbatch";
+    headers[2] = "layer";
+    headers[3] = "planner";
+    for (int k = 0; k < N_PER_RECORD; k++)
+        headers[4 + k] = tsim_metric_names[per_record_metrics[k]];
+    headers[4 + N_PER_RECORD] = "plan_ns";
+    int ncols = 4 + N_PER_RECORD + (s->timing ? 1 : 0);
+    tsim_table t;
+    if (tsim_table_init(&t, ncols, headers))
+        return -1;
+    for (int64_t r = 0; r < s->n_ids; r++) {
+        for (int p = 0; p < s->n_planners; p++) {
+            char c[4 + N_PER_RECORD + 1][48];
+            snprintf(c[0], sizeof c[0], "%lld", (long long)s->ids[r].index);
+            snprintf(c[1], sizeof c[1], "%lld", (long long)s->ids[r].microbatch);
+            snprintf(c[2], sizeof c[2], "%lld", (long long)s->ids[r].layer);
+            snprintf(c[3], sizeof c[3], "%s", s->planners[p].label);
+            for (int k = 0; k < N_PER_RECORD; k++) {
+                double v = s->results[p].metrics[per_record_metrics[k]].values[r];
+                snprintf(c[4 + k], sizeof c[4 + k], "%.10g", v);
+            }
+            snprintf(c[4 + N_PER_RECORD], sizeof c[0], "%.0f", s->results[p].metrics[TSIM_M_PLAN_NS].values[r]);
+            const char *cells[4 + N_PER_RECORD + 1];
+            for (int k = 0; k < ncols; k++)
+                cells[k] = c[k];
+            tsim_table_add_row(&t, cells);
+        }
+    }
+    tsim_table_print(&t, out, format);
+    tsim_table_free(&t);
+    return 0;
+}
+
+static cJSON *trace_json(const tsim_replay_output_options *o)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "path", o->trace_path ? o->trace_path : "");
+    cJSON_AddNumberToObject(j, "records", (double)o->records);
+    if (o->header) {
+        cJSON_AddNumberToObject(j, "experts", o->header->experts);
+        cJSON_AddNumberToObject(j, "ep", o->header->ep);
+        cJSON_AddNumberToObject(j, "ranks_per_node", o->header->ranks_per_node);
+        cJSON_AddItemToObject(j, "meta", o->header->meta ? cJSON_Duplicate(o->header->meta, 1) : cJSON_CreateObject());
+    }
+    return j;
+}
+
+int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay_output_options *o, tsim_error *err)
+{
+    if (o->format == TSIM_FORMAT_JSON) {
+        cJSON *root = tsim_result_json_new();
+        cJSON_AddItemToObject(root, "trace", trace_json(o));
+        cJSON_AddItemToObject(root, "params", tsim_session_params_json(s));
+        cJSON *results = cJSON_AddArrayToObject(root, "results");
+        for (int p = 0; p < s->n_planners; p++) {
+            cJSON *r = tsim_planner_result_json(s, p);
+            if (o->per_record) {
+                cJSON *recs = cJSON_AddArrayToObject(r, "records");
+                for (int64_t i = 0; i < s->n_ids; i++) {
+                    cJSON *x = cJSON_CreateObject();
+                    cJSON_AddNumberToObject(x, "record", (double)s->ids[i].index);
+                    cJSON_AddNumberToObject(x, "microbatch", (double)s->ids[i].microbatch);
+                    cJSON_AddNumberToObject(x, "layer", (double)s->ids[i].layer);
+                    for (int m = 0; m < TSIM_M_COUNT; m++) {
+                        if (m == TSIM_M_PLAN_NS && !s->timing)
+                            continue;
+                        cJSON_AddNumberToObject(x, tsim_metric_names[m], s->results[p].metrics[m].values[i]);
+                    }
+                    cJSON_AddItemToArray(recs, x);
+                }
+            }
+            cJSON_AddItemToArray(results, r);
+        }
+        int rc = tsim_json_print(out, root);
+        cJSON_Delete(root);
+        return rc ? tsim_error_set(err, TSIM_E_INTERNAL, "out of memory printing JSON") : TSIM_OK;
+    }
+    if (o->format == TSIM_FORMAT_CSV && o->per_record)
+        return print_per_record(out, s, o->format) ? tsim_error_set(err, TSIM_E_INTERNAL, "out of memory") : 0;
+    if (o->format == TSIM_FORMAT_MD) {
+        fprintf(out, "# replay: %s (%lld records, EP %d, %d experts, %d ranks/node, K = %d, lambda_eval = %g)\n\n",
+                o->trace_path ? o->trace_path : "-", (long long)o->records, s->topo.ranks, s->topo.experts,
+                s->topo.ranks_per_node, s->topo.slots, s->lambda_eval);
+    }
+    if (print_summary_table(out, s, o->format))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if (o->per_record) {
+        fputs("\n## per record\n\n", out);
+        if (print_per_record(out, s, o->format))
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
+    return TSIM_OK;
+}

@@ -1,0 +1,109 @@
+#include "session.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *const tsim_note_names[TSIM_NOTE_KINDS] = {
+    "auction_capped", "ipm_fallback", "threshold_skip", "gpu_fallback",
+};
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots, const int32_t *home,
+                      const tsim_planner *planners, int n_planners, double lambda_eval, tsim_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->lambda_eval = lambda_eval;
+    int rc = tsim_topology_init(&s->topo, ranks, experts, ranks_per_node, slots, home, err);
+    if (rc)
+        return rc;
+    if ((rc = tsim_evaluator_init(&s->ev, &s->topo, err)))
+        goto fail;
+    if ((rc = tsim_plan_init(&s->plan, ranks, ranks * (slots > 0 ? slots : 1), err)))
+        goto fail;
+    s->planners = calloc((size_t)n_planners, sizeof *s->planners);
+    s->results = calloc((size_t)n_planners, sizeof *s->results);
+    if (!s->planners || !s->results) {
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        goto fail;
+    }
+    for (int i = 0; i < n_planners; i++) {
+        s->planners[i] = planners[i];
+        s->planners[i].state = NULL;
+        s->n_planners = i + 1;
+        if ((rc = tsim_planner_start(&s->planners[i], &s->topo, err)))
+            goto fail;
+    }
+    return TSIM_OK;
+fail:
+    tsim_session_free(s);
+    return rc;
+}
+
+void tsim_session_free(tsim_session *s)
+{
+    for (int i = 0; i < s->n_planners; i++) {
+        tsim_planner_stop(&s->planners[i]);
+        for (int m = 0; m < TSIM_M_COUNT; m++)
+            tsim_series_free(&s->results[i].metrics[m]);
+    }
+    free(s->planners);
+    free(s->results);
+    free(s->ids);
+    tsim_plan_free(&s->plan);
+    tsim_evaluator_free(&s->ev);
+    tsim_topology_free(&s->topo);
+    memset(s, 0, sizeof *s);
+}
+
+int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err)
+{
+    if (s->keep_ids) {
+        if (s->n_ids == s->cap_ids) {
+            int64_t cap = s->cap_ids ? s->cap_ids * 2 : 256;
+            tsim_record_id *ids = realloc(s->ids, sizeof *ids * (size_t)cap);
+            if (!ids)
+                return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+            s->ids = ids;
+            s->cap_ids = cap;
+        }
+        s->ids[s->n_ids++] = (tsim_record_id){rec->index, rec->microbatch, rec->layer};
+    }
+    for (int i = 0; i < s->n_planners; i++) {
+        tsim_planner *p = &s->planners[i];
+        tsim_plan_reset(&s->plan);
+        int64_t t0 = s->timing ? monotonic_ns() : 0;
+        int rc = p->desc->plan(p->state, rec, &s->plan, err);
+        int64_t t1 = s->timing ? monotonic_ns() : 0;
+        if (rc) {
+            tsim_error_prefix(err, "planner '%s', record %lld", p->label, (long long)rec->index);
+            return rc;
+        }
+        tsim_metrics m;
+        if ((rc = tsim_evaluate(&s->ev, rec, &s->plan, s->lambda_eval, p->label, &m, err)))
+            return rc;
+        m.v[TSIM_M_PLAN_NS] = (double)(t1 - t0);
+        tsim_planner_result *res = &s->results[i];
+        for (int k = 0; k < TSIM_M_COUNT; k++)
+            if (tsim_series_push(&res->metrics[k], m.v[k]))
+                return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+            if (s->plan.notes & (1u << b))
+                res->note_records[b]++;
+        res->records++;
+        if (s->hook && (rc = s->hook(s->hook_ctx, s, i, rec, &s->plan, &m, err)))
+            return rc;
+    }
+    return TSIM_OK;
+}
+
+tsim_summary tsim_session_summary(const tsim_session *s, int planner, tsim_metric_id metric)
+{
+    return tsim_series_summary(&s->results[planner].metrics[metric]);
+}

@@ -1,0 +1,62 @@
+/* A replay session: a set of configured planners run over records of one
+ * topology, every plan scored by the evaluator, metrics collected per planner.
+ * Used by `replay` and by every study (table1, ablation, sweep, scaling). */
+#ifndef TSIM_SESSION_H
+#define TSIM_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "evaluate.h"
+#include "plan.h"
+#include "planner.h"
+#include "stats.h"
+#include "topology.h"
+
+#define TSIM_NOTE_KINDS 4
+extern const char *const tsim_note_names[TSIM_NOTE_KINDS];
+
+typedef struct {
+    tsim_series metrics[TSIM_M_COUNT];
+    int64_t note_records[TSIM_NOTE_KINDS]; /* records with each TSIM_NOTE_* bit */
+    int64_t records;
+} tsim_planner_result;
+
+/* Identity of a record, kept for per-record output. */
+typedef struct {
+    int64_t index, microbatch, layer;
+} tsim_record_id;
+
+struct tsim_session;
+/* Called after each evaluated plan (for --per-record / --dump-plans). The plan
+ * may be sorted by the callee. Return non-zero (with err set) to stop. */
+typedef int (*tsim_plan_hook)(void *ctx, struct tsim_session *s, int planner, const tsim_record *rec,
+                              tsim_plan *plan, const tsim_metrics *m, tsim_error *err);
+
+typedef struct tsim_session {
+    tsim_topology topo;
+    tsim_evaluator ev;
+    tsim_plan plan;
+    int n_planners;
+    tsim_planner *planners;       /* owned copies */
+    tsim_planner_result *results; /* [n_planners] */
+    double lambda_eval;
+    bool timing;                  /* measure plan_ns (wall time: not reproducible) */
+    bool keep_ids;                /* remember each record's id (per-record output) */
+    tsim_record_id *ids;
+    int64_t n_ids, cap_ids;
+    tsim_plan_hook hook;
+    void *hook_ctx;
+} tsim_session;
+
+/* Copies the topology (home included), starts every planner. */
+int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots, const int32_t *home,
+                      const tsim_planner *planners, int n_planners, double lambda_eval, tsim_error *err);
+void tsim_session_free(tsim_session *s);
+
+/* Plans and scores one record with every planner. */
+int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err);
+
+tsim_summary tsim_session_summary(const tsim_session *s, int planner, tsim_metric_id metric);
+
+#endif
