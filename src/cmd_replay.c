@@ -44,6 +44,7 @@ static void replay_help(void)
            "  -h, --help           this help\n"
            "\n");
     tsim_planner_options_help(stdout);
+    fputs("\n" TSIM_STEP_MODEL_HELP, stdout);
 }
 
 typedef struct {
@@ -90,7 +91,9 @@ int tsim_cmd_replay(int argc, char **argv)
     tsim_replay_output_options oo = {.format = TSIM_FORMAT_MD};
     int slots = 2;
     double lambda_eval = 3.0;
-    bool timing = false;
+    bool timing = false, step_model_on = false;
+    tsim_step_model step_model;
+    tsim_step_model_default(&step_model);
 
     tsim_argiter it = {argc, argv, 1};
     const char *name, *inl;
@@ -112,6 +115,15 @@ int tsim_cmd_replay(int argc, char **argv)
         }
         if (strcmp(name, "timing") == 0) {
             timing = true;
+            continue;
+        }
+        if (strcmp(name, "step-model") == 0) {
+            step_model_on = true;
+            continue;
+        }
+        if (tsim_step_model_option_exists(name) && tsim_step_model_option_is_flag(name)) {
+            bool known;
+            tsim_step_model_option(&step_model, name, NULL, &known, &err);
             continue;
         }
         if (tsim_planner_option_exists(name) && tsim_planner_option_is_flag(name)) {
@@ -148,6 +160,9 @@ int tsim_cmd_replay(int argc, char **argv)
         else if (tsim_planner_option_exists(name)) {
             bool known;
             rc = tsim_planner_options_set(&base, name, val, &known, &err);
+        } else if (tsim_step_model_option_exists(name)) {
+            bool known;
+            rc = tsim_step_model_option(&step_model, name, val, &known, &err);
         } else
             return tsim_cli_usage_error(cmd, "unknown option '%s'", it.argv[it.i - (inl ? 1 : 2)]);
         if (rc)
@@ -194,6 +209,8 @@ int tsim_cmd_replay(int argc, char **argv)
         return tsim_cli_fail(cmd, &err);
     }
     s.timing = timing;
+    s.step_model_on = step_model_on;
+    s.step_model = step_model;
     s.keep_ids = oo.per_record;
     replay_hook_ctx hctx = {.trace_path = path};
     int status = TSIM_OK;

@@ -5,7 +5,7 @@
 
 const char *const tsim_metric_names[TSIM_M_COUNT] = {
     "rho_before", "rho_after", "improve_pp", "intra", "inter", "weighted",
-    "offloaded", "traffic_inter_before", "traffic_inter_after", "plan_ns",
+    "offloaded", "traffic_inter_before", "traffic_inter_after", "plan_ns", "step_ms", "speedup",
 };
 
 int tsim_evaluator_init(tsim_evaluator *ev, const tsim_topology *topo, tsim_error *err)
@@ -19,7 +19,10 @@ int tsim_evaluator_init(tsim_evaluator *ev, const tsim_topology *topo, tsim_erro
     ev->slot_owner = malloc(sizeof *ev->slot_owner * R * K);
     ev->pair_cap = R * K + 16;
     ev->pair_keys = malloc(sizeof *ev->pair_keys * ev->pair_cap);
-    if (!ev->load_before || !ev->load_after || !ev->sent || !ev->slot_owner || !ev->pair_keys) {
+    ev->guest_tokens = malloc(sizeof *ev->guest_tokens * R);
+    ev->guest_intra = malloc(sizeof *ev->guest_intra * R);
+    ev->guest_inter = malloc(sizeof *ev->guest_inter * R);
+    if (!ev->guest_tokens || !ev->guest_intra || !ev->guest_inter || !ev->load_before || !ev->load_after || !ev->sent || !ev->slot_owner || !ev->pair_keys) {
         tsim_evaluator_free(ev);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the evaluator");
     }
@@ -33,6 +36,9 @@ void tsim_evaluator_free(tsim_evaluator *ev)
     free(ev->sent);
     free(ev->slot_owner);
     free(ev->pair_keys);
+    free(ev->guest_tokens);
+    free(ev->guest_intra);
+    free(ev->guest_inter);
     memset(ev, 0, sizeof *ev);
 }
 
@@ -95,6 +101,9 @@ int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *p
 
     tsim_native_loads(t, rec, ev->load_before);
     memcpy(ev->load_after, ev->load_before, sizeof *ev->load_after * (size_t)R);
+    memset(ev->guest_tokens, 0, sizeof *ev->guest_tokens * (size_t)R);
+    memset(ev->guest_intra, 0, sizeof *ev->guest_intra * (size_t)R);
+    memset(ev->guest_inter, 0, sizeof *ev->guest_inter * (size_t)R);
 
     if (plan->slot_limited)
         for (size_t i = 0; i < (size_t)R * (size_t)(K > 0 ? K : 1); i++)
@@ -132,10 +141,13 @@ int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *p
             *owner = rep->expert;
         }
         ev->pair_keys[i] = (int64_t)rep->guest * E + rep->expert;
-        if (tsim_same_node(t, home, rep->guest))
+        if (tsim_same_node(t, home, rep->guest)) {
             intra++;
-        else
+            ev->guest_intra[rep->guest]++;
+        } else {
             inter++;
+            ev->guest_inter[rep->guest]++;
+        }
 
         const int64_t *row = tsim_plan_alloc_row_c(plan, i);
         for (int r = 0; r < R; r++) {
@@ -152,6 +164,7 @@ int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *p
                        (long long)*s, rep->expert, (long long)tsim_count(rec, r, rep->expert));
             ev->load_after[home] -= a;
             ev->load_after[rep->guest] += a;
+            ev->guest_tokens[rep->guest] += a;
             offloaded += a;
         }
     }

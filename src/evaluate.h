@@ -22,6 +22,8 @@ typedef enum {
     TSIM_M_TRAFFIC_INTER_BEFORE,
     TSIM_M_TRAFFIC_INTER_AFTER,
     TSIM_M_PLAN_NS,
+    TSIM_M_STEP_MS, /* step-time model estimate (only when a model is set) */
+    TSIM_M_SPEEDUP, /* step time of `none` over this plan's (model) */
     TSIM_M_COUNT
 } tsim_metric_id;
 
@@ -39,6 +41,9 @@ typedef struct {
     int64_t *sent;        /* [R * E] tokens of (source, expert) sent to replicas */
     int32_t *slot_owner;  /* [R * K] expert in each guest slot, -1 free */
     int64_t *pair_keys;   /* scratch for the (guest, expert) duplicate check */
+    int64_t *guest_tokens; /* [R] tokens each rank computes in its guest slots */
+    int32_t *guest_intra;  /* [R] replicas each rank hosts from its own node */
+    int32_t *guest_inter;  /* [R] replicas each rank hosts from other nodes */
     size_t pair_cap;
 } tsim_evaluator;
 
@@ -50,7 +55,7 @@ void tsim_native_loads(const tsim_topology *topo, const tsim_record *rec, int64_
 double tsim_imbalance(const int64_t *load, int ranks);
 
 /* Checks the plan against every rule of model.md and fills all metrics but
- * plan_ns (left 0). On a broken rule returns TSIM_E_INTERNAL with a message
+ * plan_ns, step_ms and speedup (left 0). On a broken rule returns TSIM_E_INTERNAL with a message
  * naming the planner label, the record and the rule. */
 int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan, double lambda_eval,
                   const char *label, tsim_metrics *out, tsim_error *err);

@@ -20,7 +20,7 @@ cJSON *tsim_planner_result_json(const tsim_session *s, int i)
     cJSON_AddNumberToObject(j, "records", (double)res->records);
     cJSON *metrics = cJSON_AddObjectToObject(j, "metrics");
     for (int m = 0; m < TSIM_M_COUNT; m++) {
-        if (m == TSIM_M_PLAN_NS && !s->timing)
+        if (!tsim_session_metric_on(s, m))
             continue;
         tsim_summary sum = tsim_series_summary(&res->metrics[m]);
         cJSON_AddItemToObject(metrics, tsim_metric_names[m], tsim_summary_json(&sum));
@@ -61,7 +61,7 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
         fputs("planner,metric,mean,std,min,p50,p95,max\n", out);
         for (int p = 0; p < s->n_planners; p++)
             for (int m = 0; m < TSIM_M_COUNT; m++) {
-                if (m == TSIM_M_PLAN_NS && !s->timing)
+                if (!tsim_session_metric_on(s, m))
                     continue;
                 tsim_summary sum = tsim_series_summary(&s->results[p].metrics[m]);
                 fprintf(out, "%s,%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n", s->planners[p].label,
@@ -69,15 +69,21 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
             }
         return 0;
     }
-    const char *headers[] = {"planner",  "records", "rho before %", "rho after %", "improve pp",
-                             "intra",    "inter",   "weighted",     "offloaded",   "x-node tokens before",
-                             "x-node tokens after", "plan us p50"};
-    int ncols = s->timing ? 12 : 11;
+    const char *headers[14] = {"planner",  "records", "rho before %", "rho after %", "improve pp",
+                               "intra",    "inter",   "weighted",     "offloaded",   "x-node tokens before",
+                               "x-node tokens after"};
+    int ncols = 11;
+    if (s->timing)
+        headers[ncols++] = "plan us p50";
+    if (s->step_model_on) {
+        headers[ncols++] = "step ms (model)";
+        headers[ncols++] = "speedup (model)";
+    }
     tsim_table t;
     if (tsim_table_init(&t, ncols, headers))
         return -1;
     for (int p = 0; p < s->n_planners; p++) {
-        char c[12][48];
+        char c[14][48];
         snprintf(c[0], sizeof c[0], "%s", s->planners[p].label);
         snprintf(c[1], sizeof c[1], "%lld", (long long)s->results[p].records);
         fmt(c[2], sizeof c[2], 100.0 * mean_of(s, p, TSIM_M_RHO_BEFORE), 2);
@@ -89,13 +95,18 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
         fmt(c[8], sizeof c[8], mean_of(s, p, TSIM_M_OFFLOADED), 1);
         fmt(c[9], sizeof c[9], mean_of(s, p, TSIM_M_TRAFFIC_INTER_BEFORE), 1);
         fmt(c[10], sizeof c[10], mean_of(s, p, TSIM_M_TRAFFIC_INTER_AFTER), 1);
+        int k = 11;
         if (s->timing) {
             tsim_summary ns = tsim_series_summary(&s->results[p].metrics[TSIM_M_PLAN_NS]);
-            fmt(c[11], sizeof c[11], ns.p50 / 1000.0, 1);
+            fmt(c[k++], sizeof c[0], ns.p50 / 1000.0, 1);
         }
-        const char *cells[12];
-        for (int k = 0; k < 12; k++)
-            cells[k] = c[k];
+        if (s->step_model_on) {
+            fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_STEP_MS), 3);
+            fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_SPEEDUP), 3);
+        }
+        const char *cells[14];
+        for (int q = 0; q < ncols; q++)
+            cells[q] = c[q];
         tsim_table_add_row(&t, cells);
     }
     tsim_table_print(&t, out, format);
@@ -181,7 +192,7 @@ int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay
                     cJSON_AddNumberToObject(x, "microbatch", (double)s->ids[i].microbatch);
                     cJSON_AddNumberToObject(x, "layer", (double)s->ids[i].layer);
                     for (int m = 0; m < TSIM_M_COUNT; m++) {
-                        if (m == TSIM_M_PLAN_NS && !s->timing)
+                        if (!tsim_session_metric_on(s, m))
                             continue;
                         cJSON_AddNumberToObject(x, tsim_metric_names[m], s->results[p].metrics[m].values[i]);
                     }
@@ -203,6 +214,8 @@ int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay
     }
     if (print_summary_table(out, s, o->format))
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if (s->step_model_on && o->format == TSIM_FORMAT_MD)
+        fputs("\nstep ms and speedup come from the step-time model: an estimate, not a measurement.\n", out);
     if (o->per_record) {
         fputs("\n## per record\n\n", out);
         if (print_per_record(out, s, o->format))

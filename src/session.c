@@ -27,9 +27,10 @@ int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_nod
         goto fail;
     if ((rc = tsim_plan_init(&s->plan, ranks, ranks * (slots > 0 ? slots : 1), err)))
         goto fail;
+    s->home_tokens = malloc(sizeof *s->home_tokens * (size_t)ranks);
     s->planners = calloc((size_t)n_planners, sizeof *s->planners);
     s->results = calloc((size_t)n_planners, sizeof *s->results);
-    if (!s->planners || !s->results) {
+    if (!s->planners || !s->results || !s->home_tokens) {
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
         goto fail;
     }
@@ -56,6 +57,7 @@ void tsim_session_free(tsim_session *s)
     free(s->planners);
     free(s->results);
     free(s->ids);
+    free(s->home_tokens);
     tsim_plan_free(&s->plan);
     tsim_evaluator_free(&s->ev);
     tsim_topology_free(&s->topo);
@@ -89,6 +91,16 @@ int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err
         if ((rc = tsim_evaluate(&s->ev, rec, &s->plan, s->lambda_eval, p->label, &m, err)))
             return rc;
         m.v[TSIM_M_PLAN_NS] = (double)(t1 - t0);
+        if (s->step_model_on) {
+            const int R = s->topo.ranks;
+            for (int r = 0; r < R; r++)
+                s->home_tokens[r] = s->ev.load_after[r] - s->ev.guest_tokens[r];
+            double step = tsim_step_time_ms(&s->step_model, R, s->home_tokens, s->ev.guest_tokens,
+                                            s->ev.guest_intra, s->ev.guest_inter);
+            double base = tsim_step_time_static_ms(&s->step_model, R, s->ev.load_before);
+            m.v[TSIM_M_STEP_MS] = step;
+            m.v[TSIM_M_SPEEDUP] = step > 0 ? base / step : 1.0;
+        }
         tsim_planner_result *res = &s->results[i];
         for (int k = 0; k < TSIM_M_COUNT; k++)
             if (tsim_series_push(&res->metrics[k], m.v[k]))
@@ -101,6 +113,15 @@ int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err
             return rc;
     }
     return TSIM_OK;
+}
+
+bool tsim_session_metric_on(const tsim_session *s, int metric)
+{
+    if (metric == TSIM_M_PLAN_NS)
+        return s->timing;
+    if (metric == TSIM_M_STEP_MS || metric == TSIM_M_SPEEDUP)
+        return s->step_model_on;
+    return true;
 }
 
 tsim_summary tsim_session_summary(const tsim_session *s, int planner, tsim_metric_id metric)

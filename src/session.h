@@ -11,6 +11,7 @@
 #include "plan.h"
 #include "planner.h"
 #include "stats.h"
+#include "stepmodel.h"
 #include "topology.h"
 
 #define TSIM_NOTE_KINDS 4
@@ -42,6 +43,9 @@ typedef struct tsim_session {
     tsim_planner_result *results; /* [n_planners] */
     double lambda_eval;
     bool timing;                  /* measure plan_ns (wall time: not reproducible) */
+    bool step_model_on;           /* fill step_ms and speedup */
+    tsim_step_model step_model;
+    int64_t *home_tokens;         /* [R] scratch for the step model */
     bool keep_ids;                /* remember each record's id (per-record output) */
     tsim_record_id *ids;
     int64_t n_ids, cap_ids;
@@ -56,6 +60,10 @@ void tsim_session_free(tsim_session *s);
 
 /* Plans and scores one record with every planner. */
 int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err);
+
+/* Whether a metric is measured in this session (plan_ns needs timing, the
+ * step metrics need the step model). */
+bool tsim_session_metric_on(const tsim_session *s, int metric);
 
 tsim_summary tsim_session_summary(const tsim_session *s, int planner, tsim_metric_id metric);
 

@@ -418,3 +418,40 @@ Test(outfile, commit_renames_and_abort_leaves_nothing)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+#include "stepmodel.h"
+
+Test(stepmodel, hand_computed_cases)
+{
+    tsim_step_model m = {.us_per_token = 1.0, .backward_ratio = 2.0, .expert_mb = 10.0, .intra_gbps = 10.0,
+                         .inter_gbps = 1.0, .overlap = false};
+    int64_t home[2] = {1000, 200}, guest[2] = {0, 300};
+    int32_t intra[2] = {0, 0}, inter[2] = {0, 1};
+    /* rank 1 fetches 10 MB at 1 GB/s = 10 ms; fwd 10 + 0.2 + 0.3, bwd 10 + 0.4 + 0.6 */
+    cr_assert_float_eq(tsim_step_time_ms(&m, 2, home, guest, intra, inter), 21.5, 1e-12);
+    m.overlap = true; /* fwd max(10, 0.2) + 0.3, bwd max(10, 0.4) + 0.6 */
+    cr_assert_float_eq(tsim_step_time_ms(&m, 2, home, guest, intra, inter), 20.9, 1e-12);
+    intra[1] = 1;
+    inter[1] = 0; /* 1 ms within the node */
+    m.overlap = false; /* rank 1: fwd 1.5, bwd 2.0; rank 0: fwd 1, bwd 2 */
+    cr_assert_float_eq(tsim_step_time_ms(&m, 2, home, guest, intra, inter), 3.5, 1e-12);
+    m.overlap = true; /* rank 1: fwd 1.3, bwd 1.6; rank 0 sets bwd 2 */
+    cr_assert_float_eq(tsim_step_time_ms(&m, 2, home, guest, intra, inter), 3.3, 1e-12);
+    int64_t loads[2] = {1000, 500};
+    cr_assert_float_eq(tsim_step_time_static_ms(&m, 2, loads), 3.0, 1e-12);
+}
+
+Test(stepmodel, options)
+{
+    tsim_step_model m;
+    tsim_step_model_default(&m);
+    bool known;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_step_model_option(&m, "inter-gbps", "50", &known, &err), 0);
+    cr_assert_eq(m.inter_gbps, 50);
+    cr_assert_eq(tsim_step_model_option(&m, "no-overlap", NULL, &known, &err), 0);
+    cr_assert(!m.overlap);
+    cr_assert_eq(tsim_step_model_option(&m, "intra-gbps", "0", &known, &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_step_model_option(&m, "bogus", "1", &known, &err), TSIM_E_INPUT);
+    cr_assert(!known);
+}
