@@ -6,12 +6,14 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "evaluate.h"
+#include "failif.h"
 #include "outfile.h"
 #include "parse.h"
 #include "planner.h"
 #include "replay_output.h"
 #include "report.h"
 #include "session.h"
+#include "study.h"
 #include "trace.h"
 #include "vector.h"
 
@@ -39,6 +41,9 @@ static void replay_help(void)
            "  --per-record         also print every record's metrics\n"
            "  --dump-plans FILE    write every plan as a JSON line (vector format, \"got\")\n"
            "  --timing             measure plan_ns (wall time: output no longer reproducible)\n"
+           "  --step-model         add the step-time model's step_ms and speedup (see below)\n"
+           "  --fail-if EXPR       exit 1 when EXPR holds, e.g. 'taot.rho_after.p95 > 0.05'\n"
+           "                       (names PLANNER.METRIC.STAT; repeatable)\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result to FILE atomically (default stdout)\n"
            "  -h, --help           this help\n"
@@ -80,6 +85,32 @@ static int dump_hook(void *ctx_, tsim_session *s, int planner, const tsim_record
     return TSIM_OK;
 }
 
+/* --fail-if over a replay: names PLANNER.METRIC.STAT. */
+static int check_gates(const tsim_session *s, const char *const *gates, int n)
+{
+    if (n == 0)
+        return TSIM_OK;
+    tsim_study study;
+    tsim_study_init(&study, "replay");
+    for (int p = 0; p < s->n_planners; p++) {
+        tsim_study_row *row = tsim_study_add(&study);
+        if (row)
+            tsim_study_row_from_session(row, s, p);
+    }
+    int status = TSIM_OK;
+    for (int g = 0; g < n; g++) {
+        tsim_error gerr = {0};
+        int rc = tsim_failif_check(gates[g], tsim_study_lookup, &study, &gerr);
+        if (rc) {
+            fprintf(stderr, "taotsim replay: %s\n", gerr.msg);
+            if (rc == TSIM_E_INPUT || status == TSIM_OK)
+                status = rc;
+        }
+    }
+    tsim_study_free(&study);
+    return status;
+}
+
 int tsim_cmd_replay(int argc, char **argv)
 {
     const char *cmd = "replay";
@@ -87,6 +118,8 @@ int tsim_cmd_replay(int argc, char **argv)
     tsim_planner_options base;
     tsim_planner_options_default(&base);
     const char *path = NULL, *planners_arg = DEFAULT_PLANNERS, *out_path = NULL, *dump_path = NULL;
+    const char *gates[32];
+    int n_gates = 0;
     tsim_read_options ropts = {0};
     tsim_replay_output_options oo = {.format = TSIM_FORMAT_MD};
     int slots = 2;
@@ -151,7 +184,15 @@ int tsim_cmd_replay(int argc, char **argv)
             rc = tsim_parse_int(val, 1, 4096, &ropts.ranks_per_node, "--rpn", &err);
         else if (strcmp(name, "dataset") == 0)
             ropts.dataset = val;
-        else if (strcmp(name, "dump-plans") == 0)
+        else if (strcmp(name, "fail-if") == 0) {
+            tsim_failif *f;
+            if (n_gates == 32)
+                return tsim_cli_usage_error(cmd, "at most 32 --fail-if expressions");
+            if (tsim_failif_parse(val, &f, &err))
+                return tsim_cli_usage_error(cmd, "%s", err.msg);
+            tsim_failif_free(f);
+            gates[n_gates++] = val;
+        } else if (strcmp(name, "dump-plans") == 0)
             dump_path = val;
         else if (strcmp(name, "format") == 0)
             rc = tsim_format_parse(val, &oo.format, &err);
@@ -263,6 +304,7 @@ int tsim_cmd_replay(int argc, char **argv)
         goto done;
     }
     hctx.dumping = false;
+    status = check_gates(&s, gates, n_gates);
 done:
     if (hctx.dumping)
         tsim_outfile_abort(&hctx.dump);

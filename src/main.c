@@ -20,8 +20,13 @@ static const command commands[] = {
     {"validate", tsim_cmd_validate, "check traces; print shape and initial-imbalance distribution"},
     {"convert", tsim_cmd_convert, "convert between JSON, JSONL(.gz), and from CSV"},
     {"replay", tsim_cmd_replay, "run planners over a trace and print the metrics"},
+    {"table1", tsim_cmd_table1, "the paper's Table 1 on the bundled traces, ours beside the paper's"},
+    {"ablation", tsim_cmd_ablation, "the paper's Table 2: TAOT flow hint x communication cost"},
+    {"sweep", tsim_cmd_sweep, "lambda_plan x lambda_eval grid and break-even lambda"},
+    {"scaling", tsim_cmd_scaling, "EP size, imbalance and guest-slot sweeps on generated traces"},
     {"vector", tsim_cmd_vector, "run a planner on test-vector files and print the plans ('got')"},
     {"bench", tsim_cmd_bench, "planner latency and trace read throughput"},
+    {"plot", tsim_cmd_plot, "gnuplot figures from a result file"},
 };
 
 static void usage(FILE *out)

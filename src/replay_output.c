@@ -175,33 +175,40 @@ static cJSON *trace_json(const tsim_replay_output_options *o)
     return j;
 }
 
+cJSON *tsim_replay_json(const tsim_session *s, const tsim_replay_output_options *o)
+{
+    cJSON *root = tsim_result_json_new();
+    cJSON_AddStringToObject(root, "study", "replay");
+    cJSON_AddItemToObject(root, "trace", trace_json(o));
+    cJSON_AddItemToObject(root, "params", tsim_session_params_json(s));
+    cJSON *results = cJSON_AddArrayToObject(root, "results");
+    for (int p = 0; p < s->n_planners; p++) {
+        cJSON *r = tsim_planner_result_json(s, p);
+        if (o->per_record) {
+            cJSON *recs = cJSON_AddArrayToObject(r, "records");
+            for (int64_t i = 0; i < s->n_ids; i++) {
+                cJSON *x = cJSON_CreateObject();
+                cJSON_AddNumberToObject(x, "record", (double)s->ids[i].index);
+                cJSON_AddNumberToObject(x, "microbatch", (double)s->ids[i].microbatch);
+                cJSON_AddNumberToObject(x, "layer", (double)s->ids[i].layer);
+                for (int m = 0; m < TSIM_M_COUNT; m++) {
+                    if (!tsim_session_metric_on(s, m))
+                        continue;
+                    cJSON_AddNumberToObject(x, tsim_metric_names[m], s->results[p].metrics[m].values[i]);
+                }
+                cJSON_AddItemToArray(recs, x);
+            }
+        }
+        cJSON_AddItemToArray(results, r);
+    }
+    return root;
+}
+
 int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay_output_options *o, tsim_error *err)
 {
     if (o->format == TSIM_FORMAT_JSON) {
-        cJSON *root = tsim_result_json_new();
-        cJSON_AddItemToObject(root, "trace", trace_json(o));
-        cJSON_AddItemToObject(root, "params", tsim_session_params_json(s));
-        cJSON *results = cJSON_AddArrayToObject(root, "results");
-        for (int p = 0; p < s->n_planners; p++) {
-            cJSON *r = tsim_planner_result_json(s, p);
-            if (o->per_record) {
-                cJSON *recs = cJSON_AddArrayToObject(r, "records");
-                for (int64_t i = 0; i < s->n_ids; i++) {
-                    cJSON *x = cJSON_CreateObject();
-                    cJSON_AddNumberToObject(x, "record", (double)s->ids[i].index);
-                    cJSON_AddNumberToObject(x, "microbatch", (double)s->ids[i].microbatch);
-                    cJSON_AddNumberToObject(x, "layer", (double)s->ids[i].layer);
-                    for (int m = 0; m < TSIM_M_COUNT; m++) {
-                        if (!tsim_session_metric_on(s, m))
-                            continue;
-                        cJSON_AddNumberToObject(x, tsim_metric_names[m], s->results[p].metrics[m].values[i]);
-                    }
-                    cJSON_AddItemToArray(recs, x);
-                }
-            }
-            cJSON_AddItemToArray(results, r);
-        }
-        int rc = tsim_json_print(out, root);
+        cJSON *root = tsim_replay_json(s, o);
+        int rc = root ? tsim_json_print(out, root) : -1;
         cJSON_Delete(root);
         return rc ? tsim_error_set(err, TSIM_E_INTERNAL, "out of memory printing JSON") : TSIM_OK;
     }

@@ -21,6 +21,9 @@ typedef struct {
 
 int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay_output_options *o, tsim_error *err);
 
+/* The whole JSON result of a replay (study "replay"). */
+struct cJSON *tsim_replay_json(const tsim_session *s, const tsim_replay_output_options *o);
+
 /* The "results" entry of one planner: planner, label, options, metrics (and notes). */
 struct cJSON *tsim_planner_result_json(const tsim_session *s, int planner);
 

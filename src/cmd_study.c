@@ -1,0 +1,381 @@
+/* `taotsim table1`, `ablation`, `sweep`, `scaling`: parse, run the study,
+ * print, check --fail-if gates, write plots. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "experiments.h"
+#include "failif.h"
+#include "outfile.h"
+#include "parse.h"
+#include "plot.h"
+#include "report.h"
+
+#define MAX_GATES 32
+
+typedef enum { STUDY_TABLE1, STUDY_ABLATION, STUDY_SWEEP, STUDY_SCALING } study_kind;
+
+static const char *const study_names[] = {"table1", "ablation", "sweep", "scaling"};
+
+static void common_help(void)
+{
+    printf("Common options:\n"
+           "  --planners LIST      planners (LABEL=NAME:--opt=v syntax as in replay)\n"
+           "  --slots K            guest slots per rank (default 2)\n"
+           "  --lambda X           set both λ_plan and λ_eval (default 3)\n"
+           "  --lambda-eval X      λ the evaluator charges (default 3)\n"
+           "  -j, --jobs N         grid points in parallel (default: all cores); output is identical for any N\n"
+           "  --std                show ± std beside means\n"
+           "  --timing             measure plan time (wall clock: output no longer reproducible)\n"
+           "  --fail-if EXPR       exit 1 when EXPR holds, e.g. 'taot.weighted.mean > echo.weighted.mean'\n"
+           "                       names: [KEY.]PLANNER.METRIC.STAT (KEY: a grid cell, e.g. ep16.imb70;\n"
+           "                       without KEY the mean over the planner's cells); repeatable\n"
+           "  --plots DIR          also write gnuplot figures (PNG and SVG) into DIR\n"
+           "  --format md|csv|json output format (default md)\n"
+           "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
+           "  -h, --help           this help\n\n");
+    tsim_planner_options_help(stdout);
+    fputs("\n" TSIM_STEP_MODEL_HELP, stdout);
+}
+
+static void gen_help(void)
+{
+    printf("Generated traces (experiments.md synthetic traces, calibrated per point):\n"
+           "  --experts N (128)  --topk N (8)  --tokens N per rank (4096)  --rpn N (8)\n"
+           "  --microbatches N (4)  --layers N (2)  --concentration X (200)  --seed N (1)\n\n");
+}
+
+static void study_help(study_kind k)
+{
+    switch (k) {
+    case STUDY_TABLE1:
+        printf("usage: taotsim table1 [--traces DIR] [options]\n\n"
+               "The paper's Table 1: EP16 and EP32 x initial imbalance 10/20/30/50/70%% x ECHO,\n"
+               "LLEP, LPLB, TAOT with K = 2, 8 ranks per node, λ = 3, on the bundled traces\n"
+               "(DIR/epNN-immNN.jsonl.gz). Each cell: improvement pp, weighted, intra, inter\n"
+               "(means), the paper's value and the difference; then the break-even λ* of TAOT\n"
+               "against each baseline, ours and the paper's.\n\n"
+               "  --traces DIR         trace directory (default: the bundled traces/)\n\n");
+        break;
+    case STUDY_ABLATION:
+        printf("usage: taotsim ablation [options]\n\n"
+               "The paper's Table 2: TAOT with the flow hint (Phase 1) and the communication\n"
+               "cost (Phase 2) on and off, all four combinations, on generated traces, one per\n"
+               "seed; mean over seeds of per-seed means ± std across seeds, paper beside ours.\n\n"
+               "  --seeds LIST         trace seeds (default 1,2,3)\n"
+               "  --ep N               EP size (default 32)\n"
+               "  --imbalance X        initial imbalance target (default 0.7)\n\n");
+        gen_help();
+        break;
+    case STUDY_SWEEP:
+        printf("usage: taotsim sweep [FILE] [options]\n\n"
+               "λ sensitivity: every planner at each λ_plan, scored at each λ_eval; the\n"
+               "break-even λ* of every planner pair at each λ_plan. FILE defaults to the\n"
+               "bundled EP32 50%% trace.\n\n"
+               "  --lambda-plan LIST   λ_plan values (default 1,2,3,5,10); lists take a,b,c and lo-hi+step\n"
+               "  --lambda-eval LIST   λ_eval values (default 1-10+1)\n"
+               "  --lambda-from-bandwidth INTRA_GBPS,INTER_GBPS  set λ_plan and λ_eval to INTRA/INTER\n\n");
+        break;
+    case STUDY_SCALING:
+        printf("usage: taotsim scaling [options]\n\n"
+               "Scaling sweeps on traces generated on the fly with fixed seeds: EP size,\n"
+               "initial imbalance and guest slots, one axis at a time around the base point;\n"
+               "residual imbalance, costs, plan time (--timing), step-time model speedup\n"
+               "(--step-model) beside the paper's Fig. 3.\n\n"
+               "  --eps LIST           EP sizes (default 4,8,16,32,64)\n"
+               "  --imbalances LIST    imbalance targets (default 0.3,0.5,0.7,0.9)\n"
+               "  --slot-list LIST     guest slots K (default 1,2,4,8,16)\n"
+               "  --base-ep N (16)  --base-imbalance X (0.5)  --base-slots K (2)\n\n");
+        gen_help();
+        break;
+    }
+    common_help();
+}
+
+static void on_progress(void *ctx, int done, int total)
+{
+    tsim_progress_update(ctx, done, total);
+}
+
+static int parse_u64_list(const char *s, uint64_t *out, int max, int *n, const char *what, tsim_error *err)
+{
+    int tmp[TSIM_STUDY_LIST_MAX];
+    int rc = tsim_parse_int_list(s, tmp, max, n, what, err);
+    for (int i = 0; rc == 0 && i < *n; i++) {
+        if (tmp[i] < 0)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: seeds are non-negative", what);
+        out[i] = (uint64_t)tmp[i];
+    }
+    return rc;
+}
+
+static int gen_option(tsim_study_config *c, const char *name, const char *val, bool *handled, tsim_error *err)
+{
+    *handled = true;
+    tsim_gen_params *g = &c->gen;
+    if (strcmp(name, "experts") == 0)
+        return tsim_parse_int(val, 1, 65536, &g->experts, "--experts", err);
+    if (strcmp(name, "topk") == 0)
+        return tsim_parse_int(val, 1, 65536, &g->topk, "--topk", err);
+    if (strcmp(name, "tokens") == 0)
+        return tsim_parse_int(val, 1, 1 << 24, &g->tokens, "--tokens", err);
+    if (strcmp(name, "rpn") == 0 || strcmp(name, "ranks-per-node") == 0)
+        return tsim_parse_int(val, 1, 4096, &g->ranks_per_node, "--rpn", err);
+    if (strcmp(name, "microbatches") == 0)
+        return tsim_parse_int(val, 1, 1000000, &g->microbatches, "--microbatches", err);
+    if (strcmp(name, "layers") == 0)
+        return tsim_parse_int(val, 1, 10000, &g->layers, "--layers", err);
+    if (strcmp(name, "concentration") == 0)
+        return tsim_parse_double(val, 1e-6, 1e9, &g->concentration, "--concentration", err);
+    if (strcmp(name, "seed") == 0) {
+        int64_t s;
+        int rc = tsim_parse_int64(val, 0, INT64_MAX, &s, "--seed", err);
+        g->seed = (uint64_t)s;
+        return rc;
+    }
+    *handled = false;
+    return TSIM_OK;
+}
+
+static int study_option(study_kind k, tsim_study_config *c, const char *name, const char *val, bool *handled,
+                        tsim_error *err)
+{
+    *handled = true;
+    if (k == STUDY_TABLE1 && strcmp(name, "traces") == 0) {
+        c->traces_dir = val;
+        return TSIM_OK;
+    }
+    if (k == STUDY_ABLATION) {
+        if (strcmp(name, "seeds") == 0)
+            return parse_u64_list(val, c->seeds, TSIM_STUDY_LIST_MAX, &c->n_seeds, "--seeds", err);
+        if (strcmp(name, "ep") == 0)
+            return tsim_parse_int(val, 1, 4096, &c->ablation_ep, "--ep", err);
+        if (strcmp(name, "imbalance") == 0)
+            return tsim_parse_double(val, 0, 1000, &c->ablation_imbalance, "--imbalance", err);
+    }
+    if (k == STUDY_SWEEP) {
+        if (strcmp(name, "lambda-plan") == 0)
+            return tsim_parse_double_list(val, c->lambda_plans, TSIM_STUDY_LIST_MAX, &c->n_lambda_plans,
+                                          "--lambda-plan", err);
+        if (strcmp(name, "lambda-eval") == 0)
+            return tsim_parse_double_list(val, c->lambda_evals, TSIM_STUDY_LIST_MAX, &c->n_lambda_evals,
+                                          "--lambda-eval", err);
+        if (strcmp(name, "lambda-from-bandwidth") == 0) {
+            double bw[2];
+            int n;
+            int rc = tsim_parse_double_list(val, bw, 2, &n, "--lambda-from-bandwidth", err);
+            if (rc)
+                return rc;
+            if (n != 2 || !(bw[0] > 0) || !(bw[1] > 0))
+                return tsim_error_set(err, TSIM_E_INPUT,
+                                      "--lambda-from-bandwidth: expected INTRA_GBPS,INTER_GBPS, both positive");
+            c->lambda_plans[0] = c->lambda_evals[0] = bw[0] / bw[1];
+            c->n_lambda_plans = c->n_lambda_evals = 1;
+            return TSIM_OK;
+        }
+    }
+    if (k == STUDY_SCALING) {
+        if (strcmp(name, "eps") == 0)
+            return tsim_parse_int_list(val, c->eps, TSIM_STUDY_LIST_MAX, &c->n_eps, "--eps", err);
+        if (strcmp(name, "imbalances") == 0)
+            return tsim_parse_double_list(val, c->imbalances, TSIM_STUDY_LIST_MAX, &c->n_imbalances, "--imbalances",
+                                          err);
+        if (strcmp(name, "slot-list") == 0)
+            return tsim_parse_int_list(val, c->slot_list, TSIM_STUDY_LIST_MAX, &c->n_slot_list, "--slot-list", err);
+        if (strcmp(name, "base-ep") == 0)
+            return tsim_parse_int(val, 1, 4096, &c->base_ep, "--base-ep", err);
+        if (strcmp(name, "base-imbalance") == 0)
+            return tsim_parse_double(val, 0, 1000, &c->base_imbalance, "--base-imbalance", err);
+        if (strcmp(name, "base-slots") == 0)
+            return tsim_parse_int(val, 0, 1024, &c->base_slots, "--base-slots", err);
+    }
+    if (k == STUDY_ABLATION || k == STUDY_SCALING) {
+        int rc = gen_option(c, name, val, handled, err);
+        if (*handled)
+            return rc;
+    }
+    *handled = false;
+    return TSIM_OK;
+}
+
+static int run_study(study_kind kind, int argc, char **argv)
+{
+    const char *cmd = study_names[kind];
+    tsim_error err = {0};
+    tsim_study_config c;
+    tsim_study_config_default(&c);
+    c.traces_dir = tsim_default_traces_dir();
+    char default_trace[4096];
+    tsim_table1_trace_path(default_trace, sizeof default_trace, c.traces_dir, 32, 0.5);
+    c.trace = default_trace;
+    tsim_format format = TSIM_FORMAT_MD;
+    const char *out_path = NULL, *plots_dir = NULL;
+    const char *gates[MAX_GATES];
+    int n_gates = 0;
+    bool show_std = false;
+
+    tsim_argiter it = {argc, argv, 1};
+    const char *name, *inl;
+    int kind_arg;
+    while ((kind_arg = tsim_arg_next(&it, &name, &inl)) != TSIM_ARG_END) {
+        if (kind_arg == TSIM_ARG_POSITIONAL) {
+            if (kind != STUDY_SWEEP)
+                return tsim_cli_usage_error(cmd, "unexpected argument '%s'", name);
+            c.trace = name;
+            continue;
+        }
+        if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
+            study_help(kind);
+            return 0;
+        }
+        bool known = false;
+        if (strcmp(name, "std") == 0) {
+            show_std = true;
+            continue;
+        }
+        if (strcmp(name, "timing") == 0) {
+            c.timing = true;
+            continue;
+        }
+        if (strcmp(name, "no-timing") == 0) {
+            c.timing = false;
+            continue;
+        }
+        if (strcmp(name, "step-model") == 0) {
+            c.step_model_on = true;
+            continue;
+        }
+        if (tsim_step_model_option_is_flag(name)) {
+            tsim_step_model_option(&c.step_model, name, NULL, &known, &err);
+            continue;
+        }
+        if (tsim_planner_option_is_flag(name)) {
+            if (tsim_planner_options_set(&c.base, name, inl, &known, &err))
+                return tsim_cli_usage_error(cmd, "%s", err.msg);
+            continue;
+        }
+        const char *val = tsim_arg_value(&it, inl);
+        if (!val)
+            return tsim_cli_usage_error(cmd, "option '%s' needs a value", name);
+        int rc = TSIM_OK;
+        bool handled;
+        if ((rc = study_option(kind, &c, name, val, &handled, &err)) || handled) {
+            if (rc)
+                return tsim_cli_usage_error(cmd, "%s", err.msg);
+            continue;
+        }
+        if (strcmp(name, "planners") == 0)
+            c.planners = val;
+        else if (strcmp(name, "slots") == 0)
+            rc = tsim_parse_int(val, 0, 1024, &c.slots, "--slots", &err);
+        else if (strcmp(name, "lambda") == 0) {
+            rc = tsim_parse_double(val, 1e-9, 1e9, &c.lambda_eval, "--lambda", &err);
+            c.base.lambda_plan = c.lambda_eval;
+        } else if (strcmp(name, "lambda-eval") == 0)
+            rc = tsim_parse_double(val, 0, 1e9, &c.lambda_eval, "--lambda-eval", &err);
+        else if (strcmp(name, "j") == 0 || strcmp(name, "jobs") == 0)
+            rc = tsim_parse_int(val, 1, 1024, &c.threads, "--jobs", &err);
+        else if (strcmp(name, "format") == 0)
+            rc = tsim_format_parse(val, &format, &err);
+        else if (strcmp(name, "o") == 0 || strcmp(name, "output") == 0)
+            out_path = val;
+        else if (strcmp(name, "plots") == 0)
+            plots_dir = val;
+        else if (strcmp(name, "fail-if") == 0) {
+            if (n_gates == MAX_GATES)
+                return tsim_cli_usage_error(cmd, "at most %d --fail-if expressions", MAX_GATES);
+            tsim_failif *f;
+            if (tsim_failif_parse(val, &f, &err))
+                return tsim_cli_usage_error(cmd, "%s", err.msg);
+            tsim_failif_free(f);
+            gates[n_gates++] = val;
+        } else if (tsim_planner_option_exists(name))
+            rc = tsim_planner_options_set(&c.base, name, val, &known, &err);
+        else if (tsim_step_model_option_exists(name))
+            rc = tsim_step_model_option(&c.step_model, name, val, &known, &err);
+        else
+            return tsim_cli_usage_error(cmd, "unknown option '--%s'", name);
+        if (rc)
+            return tsim_cli_usage_error(cmd, "%s", err.msg);
+    }
+    tsim_progress progress;
+    tsim_progress_start(&progress, cmd);
+    c.progress = on_progress;
+    c.progress_ctx = &progress;
+    tsim_study study;
+    int rc;
+    switch (kind) {
+    case STUDY_TABLE1:
+        rc = tsim_run_table1(&c, &study, &err);
+        break;
+    case STUDY_ABLATION:
+        rc = tsim_run_ablation(&c, &study, &err);
+        break;
+    case STUDY_SWEEP:
+        rc = tsim_run_sweep(&c, &study, &err);
+        break;
+    default:
+        rc = tsim_run_scaling(&c, &study, &err);
+        break;
+    }
+    tsim_progress_finish(&progress);
+    if (rc) {
+        tsim_study_free(&study);
+        return tsim_cli_fail(cmd, &err);
+    }
+
+    tsim_outfile out;
+    if (tsim_outfile_open(&out, out_path, &err) || tsim_study_print(out.fp, &study, format, show_std, &err) ||
+        tsim_outfile_commit(&out, &err)) {
+        tsim_outfile_abort(&out);
+        tsim_study_free(&study);
+        return tsim_cli_fail(cmd, &err);
+    }
+    if (plots_dir) {
+        cJSON *j = tsim_study_json(&study);
+        rc = tsim_plot_result(j, plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err);
+        cJSON_Delete(j);
+        if (rc) {
+            tsim_study_free(&study);
+            return tsim_cli_fail(cmd, &err);
+        }
+    }
+    int status = 0;
+    for (int g = 0; g < n_gates; g++) {
+        tsim_error gerr = {0};
+        int grc = tsim_failif_check(gates[g], tsim_study_lookup, &study, &gerr);
+        if (grc == TSIM_E_CHECK) {
+            fprintf(stderr, "taotsim %s: %s\n", cmd, gerr.msg);
+            if (status == 0)
+                status = TSIM_E_CHECK;
+        } else if (grc) {
+            fprintf(stderr, "taotsim %s: %s\n", cmd, gerr.msg);
+            status = TSIM_E_INPUT;
+        }
+    }
+    tsim_study_free(&study);
+    return status;
+}
+
+int tsim_cmd_table1(int argc, char **argv)
+{
+    return run_study(STUDY_TABLE1, argc, argv);
+}
+
+int tsim_cmd_ablation(int argc, char **argv)
+{
+    return run_study(STUDY_ABLATION, argc, argv);
+}
+
+int tsim_cmd_sweep(int argc, char **argv)
+{
+    return run_study(STUDY_SWEEP, argc, argv);
+}
+
+int tsim_cmd_scaling(int argc, char **argv)
+{
+    return run_study(STUDY_SCALING, argc, argv);
+}

@@ -1,0 +1,761 @@
+#include "experiments.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h"
+#include "grid.h"
+#include "paper.h"
+#include "session.h"
+#include "trace.h"
+#include "tsim_config.h"
+
+/* ---- records held in memory for one grid point ---------------------------- */
+
+typedef struct {
+    tsim_record *recs;
+    int n, cap;
+    int ranks, experts, ranks_per_node;
+    int32_t *home;            /* NULL = contiguous */
+    double mean_rho_before;
+} record_set;
+
+static void record_set_free(record_set *rs)
+{
+    for (int i = 0; i < rs->n; i++)
+        tsim_record_free(&rs->recs[i]);
+    free(rs->recs);
+    free(rs->home);
+    memset(rs, 0, sizeof *rs);
+}
+
+static int record_set_push(record_set *rs, const tsim_record *rec, tsim_error *err)
+{
+    if (rs->n == rs->cap) {
+        int cap = rs->cap ? rs->cap * 2 : 32;
+        tsim_record *r = realloc(rs->recs, sizeof *r * (size_t)cap);
+        if (!r)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        rs->recs = r;
+        rs->cap = cap;
+    }
+    tsim_record *dst = &rs->recs[rs->n];
+    if (tsim_record_alloc(dst, rec->ranks, rec->experts, err))
+        return TSIM_E_INTERNAL;
+    int64_t *counts = dst->counts;
+    *dst = *rec;
+    dst->counts = counts;
+    memcpy(counts, rec->counts, sizeof *counts * (size_t)rec->ranks * (size_t)rec->experts);
+    rs->n++;
+    return TSIM_OK;
+}
+
+static int record_set_from_trace(record_set *rs, const char *path, tsim_error *err)
+{
+    memset(rs, 0, sizeof *rs);
+    tsim_reader *r;
+    tsim_read_options ro = {0};
+    int rc = tsim_reader_open(&r, path, &ro, err);
+    if (rc)
+        return rc;
+    const tsim_trace_header *h = tsim_reader_header(r);
+    rs->ranks = h->ep;
+    rs->experts = h->experts;
+    rs->ranks_per_node = h->ranks_per_node;
+    if (h->home) {
+        rs->home = malloc(sizeof *rs->home * (size_t)h->experts);
+        if (!rs->home) {
+            tsim_reader_close(r);
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        }
+        memcpy(rs->home, h->home, sizeof *rs->home * (size_t)h->experts);
+    }
+    for (;;) {
+        const tsim_record *rec;
+        int got = tsim_reader_next(r, &rec, err);
+        if (got == 0)
+            break;
+        if (got != 1) {
+            rc = got < 0 ? TSIM_E_INPUT : got;
+            break;
+        }
+        if ((rc = record_set_push(rs, rec, err)))
+            break;
+    }
+    tsim_reader_close(r);
+    if (rc)
+        record_set_free(rs);
+    return rc;
+}
+
+/* A calibrated synthetic trace (experiments.md), made in memory. */
+static int record_set_generate(record_set *rs, const tsim_gen_params *base, double target, tsim_error *err)
+{
+    memset(rs, 0, sizeof *rs);
+    tsim_gen_params p = *base;
+    tsim_gen_calibration cal;
+    int rc = tsim_gen_calibrate(&p, target, &cal, NULL, NULL, err);
+    if (rc) {
+        tsim_error_prefix(err, "generating EP%d at %.0f%% imbalance (seed %llu)", p.ep, target * 100,
+                          (unsigned long long)p.seed);
+        return rc;
+    }
+    p.hot_fraction = cal.hot_fraction;
+    tsim_gen *g;
+    if ((rc = tsim_gen_open(&g, &p, err)))
+        return rc;
+    rs->ranks = p.ep;
+    rs->experts = p.experts;
+    rs->ranks_per_node = p.ranks_per_node;
+    const tsim_record *rec;
+    while (tsim_gen_next(g, &rec, NULL) == 1)
+        if ((rc = record_set_push(rs, rec, err)))
+            break;
+    tsim_gen_close(g);
+    if (rc)
+        record_set_free(rs);
+    return rc;
+}
+
+/* ---- one grid point: every planner over a record set ------------------------ */
+
+typedef struct {
+    tsim_planner planners[32];
+    int n;
+} planner_list;
+
+static int planner_list_parse(planner_list *pl, const char *list, const tsim_planner_options *base, tsim_error *err)
+{
+    pl->n = 0;
+    char buf[2048];
+    if (strlen(list) >= sizeof buf)
+        return tsim_error_set(err, TSIM_E_INPUT, "--planners list is too long");
+    snprintf(buf, sizeof buf, "%s", list);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (pl->n == 32)
+            return tsim_error_set(err, TSIM_E_INPUT, "at most 32 planners");
+        int rc = tsim_planner_spec_parse(&pl->planners[pl->n], tok, base, err);
+        if (rc)
+            return rc;
+        for (int i = 0; i < pl->n; i++)
+            if (strcmp(pl->planners[i].label, pl->planners[pl->n].label) == 0)
+                return tsim_error_set(err, TSIM_E_INPUT, "planner label '%s' appears twice; use LABEL=NAME",
+                                      pl->planners[i].label);
+        pl->n++;
+    }
+    if (pl->n == 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "--planners is empty");
+    return TSIM_OK;
+}
+
+/* Runs each planner in its own session so that one that cannot fit this
+ * topology (LPLB's graphs) yields an n/a row instead of failing the grid.
+ * rows[n] are filled (planner name, ok or error). */
+static int run_planners(const record_set *rs, const tsim_planner *planners, int n, int slots, double lambda_eval,
+                        const tsim_study_config *c, tsim_study_row *rows, tsim_error *err)
+{
+    for (int p = 0; p < n; p++) {
+        tsim_study_row *row = &rows[p];
+        snprintf(row->planner, sizeof row->planner, "%s", planners[p].label);
+        tsim_session s;
+        tsim_error init_err = {0};
+        int rc = tsim_session_init(&s, rs->ranks, rs->experts, rs->ranks_per_node, slots, rs->home, &planners[p], 1,
+                                   lambda_eval, &init_err);
+        if (rc == TSIM_E_INPUT) {
+            row->ok = false;
+            snprintf(row->error, sizeof row->error, "%s", init_err.msg);
+            continue;
+        }
+        if (rc) {
+            *err = init_err;
+            return rc;
+        }
+        s.timing = c->timing;
+        s.step_model_on = c->step_model_on;
+        s.step_model = c->step_model;
+        for (int i = 0; i < rs->n && rc == TSIM_OK; i++)
+            rc = tsim_session_record(&s, &rs->recs[i], err);
+        if (rc == TSIM_OK)
+            tsim_study_row_from_session(row, &s, 0);
+        tsim_session_free(&s);
+        if (rc)
+            return rc;
+    }
+    return TSIM_OK;
+}
+
+static void set_key(tsim_study_row *row, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void set_key(tsim_study_row *row, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(row->key, sizeof row->key, fmt, ap);
+    va_end(ap);
+}
+
+/* A number as a key part: 2.5 -> "2p5". */
+static void key_num(char *buf, size_t n, double v)
+{
+    snprintf(buf, n, "%g", v);
+    for (char *p = buf; *p; p++)
+        if (*p == '.')
+            *p = 'p';
+}
+
+void tsim_study_config_default(tsim_study_config *c)
+{
+    memset(c, 0, sizeof *c);
+    tsim_planner_options_default(&c->base);
+    c->slots = 2;
+    c->lambda_eval = 3.0;
+    c->threads = tsim_cpu_count();
+    tsim_step_model_default(&c->step_model);
+    tsim_gen_params_default(&c->gen);
+    c->gen.microbatches = 4;
+    c->gen.layers = 2;
+    c->seeds[0] = 1;
+    c->seeds[1] = 2;
+    c->seeds[2] = 3;
+    c->n_seeds = 3;
+    c->ablation_ep = 32;
+    c->ablation_imbalance = 0.7;
+    static const double lp[] = {1, 2, 3, 5, 10};
+    memcpy(c->lambda_plans, lp, sizeof lp);
+    c->n_lambda_plans = 5;
+    for (int i = 0; i < 10; i++)
+        c->lambda_evals[i] = i + 1;
+    c->n_lambda_evals = 10;
+    static const int eps[] = {4, 8, 16, 32, 64};
+    memcpy(c->eps, eps, sizeof eps);
+    c->n_eps = 5;
+    static const double imb[] = {0.3, 0.5, 0.7, 0.9};
+    memcpy(c->imbalances, imb, sizeof imb);
+    c->n_imbalances = 4;
+    static const int ks[] = {1, 2, 4, 8, 16};
+    memcpy(c->slot_list, ks, sizeof ks);
+    c->n_slot_list = 5;
+    c->base_ep = 16;
+    c->base_imbalance = 0.5;
+    c->base_slots = 2;
+}
+
+const char *tsim_default_traces_dir(void)
+{
+    return TSIM_SOURCE_ROOT "/traces";
+}
+
+void tsim_table1_trace_path(char *buf, size_t n, const char *dir, int ep, double imbalance)
+{
+    snprintf(buf, n, "%s/ep%d-imb%d.jsonl.gz", dir, ep, (int)lround(imbalance * 100));
+}
+
+/* ---- table1 ------------------------------------------------------------------ */
+
+static const int table1_eps[2] = {16, 32};
+static const double table1_imbalances[5] = {0.1, 0.2, 0.3, 0.5, 0.7};
+
+typedef struct {
+    const tsim_study_config *c;
+    planner_list pl;
+    tsim_study_row *rows; /* [cells * planners] */
+    double *measured;     /* [cells] mean rho_before of the trace */
+} table1_ctx;
+
+static int table1_job(void *ctx_, int cell, tsim_error *err)
+{
+    table1_ctx *ctx = ctx_;
+    int ep = table1_eps[cell / 5];
+    double imb = table1_imbalances[cell % 5];
+    char path[4096];
+    tsim_table1_trace_path(path, sizeof path, ctx->c->traces_dir, ep, imb);
+    record_set rs;
+    int rc = record_set_from_trace(&rs, path, err);
+    if (rc)
+        return rc;
+    if (rs.ranks != ep) {
+        record_set_free(&rs);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: expected an EP%d trace, got EP%d", path, ep, rs.ranks);
+    }
+    tsim_study_row *rows = ctx->rows + (size_t)cell * (size_t)ctx->pl.n;
+    for (int p = 0; p < ctx->pl.n; p++) {
+        rows[p].ep = ep;
+        rows[p].imbalance = imb;
+        rows[p].slots = ctx->c->slots;
+        set_key(&rows[p], "ep%d.imb%d", ep, (int)lround(imb * 100));
+    }
+    rc = run_planners(&rs, ctx->pl.planners, ctx->pl.n, ctx->c->slots, ctx->c->lambda_eval, ctx->c, rows, err);
+    record_set_free(&rs);
+    return rc;
+}
+
+static void grid_progress(void *ctx_, int done, int total)
+{
+    const tsim_study_config *c = ctx_;
+    if (c->progress)
+        c->progress(c->progress_ctx, done, total);
+}
+
+/* Grid jobs get their study context first; the progress hook needs the config. */
+typedef struct {
+    tsim_grid_job job;
+    void *job_ctx;
+    const tsim_study_config *c;
+} job_wrap;
+
+static int wrapped_job(void *w_, int i, tsim_error *err)
+{
+    job_wrap *w = w_;
+    return w->job(w->job_ctx, i, err);
+}
+
+static void wrapped_progress(void *w_, int done, int total)
+{
+    job_wrap *w = w_;
+    grid_progress((void *)w->c, done, total);
+}
+
+static int run_grid(const tsim_study_config *c, int n, tsim_grid_job job, void *ctx, tsim_error *err)
+{
+    job_wrap w = {job, ctx, c};
+    return tsim_grid_run(n, c->threads, wrapped_job, wrapped_progress, &w, err);
+}
+
+static void params_common(tsim_study *out, const tsim_study_config *c)
+{
+    cJSON_AddNumberToObject(out->params, "slots", c->slots);
+    cJSON_AddNumberToObject(out->params, "lambda_plan", c->base.lambda_plan);
+    cJSON_AddNumberToObject(out->params, "lambda_eval", c->lambda_eval);
+    if (c->step_model_on) {
+        cJSON *m = cJSON_AddObjectToObject(out->params, "step_model");
+        cJSON_AddNumberToObject(m, "us_per_token", c->step_model.us_per_token);
+        cJSON_AddNumberToObject(m, "backward_ratio", c->step_model.backward_ratio);
+        cJSON_AddNumberToObject(m, "expert_mb", c->step_model.expert_mb);
+        cJSON_AddNumberToObject(m, "intra_gbps", c->step_model.intra_gbps);
+        cJSON_AddNumberToObject(m, "inter_gbps", c->step_model.inter_gbps);
+        cJSON_AddBoolToObject(m, "overlap", c->step_model.overlap);
+    }
+}
+
+static int copy_rows(tsim_study *out, const tsim_study_row *rows, int n, tsim_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        tsim_study_row *r = tsim_study_add(out);
+        if (!r)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        *r = rows[i];
+    }
+    return TSIM_OK;
+}
+
+static cJSON *break_even_json(const char *a, const char *b, double intra_a, double inter_a, double intra_b,
+                              double inter_b)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "a", a);
+    cJSON_AddStringToObject(j, "b", b);
+    double ls;
+    if (!isnan(intra_a) && !isnan(intra_b) && tsim_break_even(intra_a, inter_a, intra_b, inter_b, &ls) == 0) {
+        cJSON_AddNumberToObject(j, "lambda_star", ls);
+        /* a is cheaper below lambda* when it moves more replicas across nodes */
+        cJSON_AddStringToObject(j, "a_cheaper_when", inter_a > inter_b ? "lambda < lambda_star" : "lambda > lambda_star");
+    } else {
+        cJSON_AddNullToObject(j, "lambda_star");
+        double d = intra_a - intra_b;
+        cJSON_AddStringToObject(j, "a_cheaper_when", isnan(d) ? "n/a" : d < 0 ? "always" : d > 0 ? "never" : "equal");
+    }
+    return j;
+}
+
+int tsim_run_table1(const tsim_study_config *c, tsim_study *out, tsim_error *err)
+{
+    tsim_study_init(out, "table1");
+    table1_ctx ctx = {.c = c};
+    int rc = planner_list_parse(&ctx.pl, c->planners ? c->planners : "echo,llep,lplb,taot", &c->base, err);
+    if (rc)
+        return rc;
+    int cells = 10;
+    ctx.rows = calloc((size_t)cells * (size_t)ctx.pl.n, sizeof *ctx.rows);
+    if (!ctx.rows)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    for (int i = 0; i < cells * ctx.pl.n; i++) {
+        ctx.rows[i].flow_hint = ctx.rows[i].comm_cost = -1;
+        ctx.rows[i].lambda_plan = ctx.rows[i].lambda_eval = NAN;
+        ctx.rows[i].seeds = 1;
+    }
+    rc = run_grid(c, cells, table1_job, &ctx, err);
+    if (rc == TSIM_OK)
+        rc = copy_rows(out, ctx.rows, cells * ctx.pl.n, err);
+    free(ctx.rows);
+    if (rc)
+        return rc;
+    params_common(out, c);
+    cJSON_AddStringToObject(out->params, "traces", c->traces_dir);
+    cJSON_AddNumberToObject(out->params, "ranks_per_node", 8);
+
+    /* Break-even lambda of TAOT against each baseline, ours and the paper's. */
+    cJSON *be = cJSON_AddArrayToObject(out->extra, "break_even");
+    for (int i = 0; i < out->n; i++) {
+        const tsim_study_row *a = &out->rows[i];
+        if (strcmp(a->planner, "taot") != 0 || !a->ok)
+            continue;
+        for (int k = 0; k < out->n; k++) {
+            const tsim_study_row *b = &out->rows[k];
+            if (b == a || strcmp(b->key, a->key) != 0)
+                continue;
+            cJSON *j = break_even_json(a->planner, b->planner, a->metrics[TSIM_M_INTRA].mean,
+                                       a->metrics[TSIM_M_INTER].mean, b->ok ? b->metrics[TSIM_M_INTRA].mean : NAN,
+                                       b->ok ? b->metrics[TSIM_M_INTER].mean : NAN);
+            cJSON_AddNumberToObject(j, "ep", a->ep);
+            cJSON_AddNumberToObject(j, "imbalance", a->imbalance);
+            tsim_paper_cell pa, pb;
+            double ls;
+            if (tsim_paper_table1(a->ep, a->imbalance, "taot", &pa) &&
+                tsim_paper_table1(b->ep, b->imbalance, b->planner, &pb) &&
+                tsim_break_even(pa.intra, pa.inter, pb.intra, pb.inter, &ls) == 0)
+                cJSON_AddNumberToObject(j, "paper_lambda_star", ls);
+            else
+                cJSON_AddNullToObject(j, "paper_lambda_star");
+            cJSON_AddItemToArray(be, j);
+        }
+    }
+    return TSIM_OK;
+}
+
+/* ---- ablation ------------------------------------------------------------------ */
+
+static const int ablation_flow[4] = {0, 0, 1, 1};
+static const int ablation_comm[4] = {0, 1, 1, 0};
+
+typedef struct {
+    const tsim_study_config *c;
+    tsim_planner variants[4];
+    tsim_study_row *rows; /* [seeds * 4] */
+} ablation_ctx;
+
+static int ablation_job(void *ctx_, int seed_index, tsim_error *err)
+{
+    ablation_ctx *ctx = ctx_;
+    tsim_gen_params p = ctx->c->gen;
+    p.ep = ctx->c->ablation_ep;
+    p.seed = ctx->c->seeds[seed_index];
+    record_set rs;
+    int rc = record_set_generate(&rs, &p, ctx->c->ablation_imbalance, err);
+    if (rc)
+        return rc;
+    rc = run_planners(&rs, ctx->variants, 4, ctx->c->slots, ctx->c->lambda_eval, ctx->c,
+                      ctx->rows + (size_t)seed_index * 4, err);
+    record_set_free(&rs);
+    return rc;
+}
+
+int tsim_run_ablation(const tsim_study_config *c, tsim_study *out, tsim_error *err)
+{
+    tsim_study_init(out, "ablation");
+    ablation_ctx ctx = {.c = c};
+    for (int v = 0; v < 4; v++) {
+        tsim_planner *p = &ctx.variants[v];
+        memset(p, 0, sizeof *p);
+        p->desc = tsim_planner_find("taot");
+        p->opts = c->base;
+        p->opts.taot.flow_hint = ablation_flow[v];
+        p->opts.taot.comm_cost = ablation_comm[v];
+        snprintf(p->label, sizeof p->label, "taot");
+    }
+    int S = c->n_seeds;
+    ctx.rows = calloc((size_t)S * 4, sizeof *ctx.rows);
+    if (!ctx.rows)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    int rc = run_grid(c, S, ablation_job, &ctx, err);
+    if (rc == TSIM_OK) {
+        /* Per combination: the mean over seeds of per-seed means, and the
+         * standard deviation across seeds (model.md). */
+        double *vals = malloc(sizeof *vals * (size_t)S * 2);
+        for (int v = 0; v < 4 && vals; v++) {
+            tsim_study_row *row = tsim_study_add(out);
+            if (!row) {
+                rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+                break;
+            }
+            const tsim_study_row *first = &ctx.rows[v];
+            *row = *first;
+            row->ep = c->ablation_ep;
+            row->imbalance = c->ablation_imbalance;
+            row->slots = c->slots;
+            row->lambda_plan = row->lambda_eval = NAN;
+            row->flow_hint = ablation_flow[v];
+            row->comm_cost = ablation_comm[v];
+            row->seeds = S;
+            set_key(row, "flow-%s.comm-%s", row->flow_hint ? "on" : "off", row->comm_cost ? "on" : "off");
+            row->records = 0;
+            memset(row->notes, 0, sizeof row->notes);
+            for (int s = 0; s < S; s++) {
+                row->records += ctx.rows[(size_t)s * 4 + (size_t)v].records;
+                for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+                    row->notes[b] += ctx.rows[(size_t)s * 4 + (size_t)v].notes[b];
+            }
+            for (int m = 0; m < TSIM_M_COUNT; m++) {
+                for (int s = 0; s < S; s++)
+                    vals[s] = ctx.rows[(size_t)s * 4 + (size_t)v].metrics[m].mean;
+                row->metrics[m] = tsim_summarize(vals, (size_t)S, vals + S);
+            }
+        }
+        if (!vals)
+            rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        free(vals);
+    }
+    free(ctx.rows);
+    if (rc)
+        return rc;
+    params_common(out, c);
+    cJSON_AddNumberToObject(out->params, "ep", c->ablation_ep);
+    cJSON_AddNumberToObject(out->params, "imbalance", c->ablation_imbalance);
+    cJSON *seeds = cJSON_AddArrayToObject(out->params, "seeds");
+    for (int s = 0; s < S; s++)
+        cJSON_AddItemToArray(seeds, cJSON_CreateNumber((double)c->seeds[s]));
+    cJSON_AddNumberToObject(out->params, "experts", c->gen.experts);
+    cJSON_AddNumberToObject(out->params, "tokens", c->gen.tokens);
+    cJSON_AddNumberToObject(out->params, "microbatches", c->gen.microbatches);
+    cJSON_AddNumberToObject(out->params, "layers", c->gen.layers);
+    return TSIM_OK;
+}
+
+/* ---- sweep ------------------------------------------------------------------------ */
+
+typedef struct {
+    const tsim_study_config *c;
+    const record_set *rs;
+    planner_list pl;
+    /* per lambda_plan job: one row per planner (weighted re-derived per lambda_eval) */
+    tsim_study_row *rows;     /* [n_lambda_plans * planners] */
+    tsim_series *intra_inter; /* [n_lambda_plans * planners * 2]: per-record intra, inter */
+} sweep_ctx;
+
+static int sweep_job(void *ctx_, int lp, tsim_error *err)
+{
+    sweep_ctx *ctx = ctx_;
+    const tsim_study_config *c = ctx->c;
+    int n = ctx->pl.n;
+    for (int p = 0; p < n; p++) {
+        tsim_planner pl = ctx->pl.planners[p];
+        pl.opts.lambda_plan = c->lambda_plans[lp];
+        tsim_study_row *row = &ctx->rows[(size_t)lp * (size_t)n + (size_t)p];
+        snprintf(row->planner, sizeof row->planner, "%s", pl.label);
+        tsim_session s;
+        tsim_error init_err = {0};
+        int rc = tsim_session_init(&s, ctx->rs->ranks, ctx->rs->experts, ctx->rs->ranks_per_node, c->slots,
+                                   ctx->rs->home, &pl, 1, c->lambda_eval, &init_err);
+        if (rc == TSIM_E_INPUT) {
+            row->ok = false;
+            snprintf(row->error, sizeof row->error, "%s", init_err.msg);
+            continue;
+        }
+        if (rc) {
+            *err = init_err;
+            return rc;
+        }
+        s.timing = c->timing;
+        s.step_model_on = c->step_model_on;
+        s.step_model = c->step_model;
+        for (int i = 0; i < ctx->rs->n && rc == TSIM_OK; i++)
+            rc = tsim_session_record(&s, &ctx->rs->recs[i], err);
+        if (rc == TSIM_OK) {
+            tsim_study_row_from_session(row, &s, 0);
+            tsim_series *ii = &ctx->intra_inter[((size_t)lp * (size_t)n + (size_t)p) * 2];
+            /* keep the per-record transfer counts: weighted at any lambda_eval follows */
+            ii[0] = s.results[0].metrics[TSIM_M_INTRA];
+            ii[1] = s.results[0].metrics[TSIM_M_INTER];
+            memset(&s.results[0].metrics[TSIM_M_INTRA], 0, sizeof(tsim_series));
+            memset(&s.results[0].metrics[TSIM_M_INTER], 0, sizeof(tsim_series));
+        }
+        tsim_session_free(&s);
+        if (rc)
+            return rc;
+    }
+    return TSIM_OK;
+}
+
+int tsim_run_sweep(const tsim_study_config *c, tsim_study *out, tsim_error *err)
+{
+    tsim_study_init(out, "sweep");
+    sweep_ctx ctx = {.c = c};
+    int rc = planner_list_parse(&ctx.pl, c->planners ? c->planners : "taot,echo,llep,lplb", &c->base, err);
+    if (rc)
+        return rc;
+    record_set rs;
+    if ((rc = record_set_from_trace(&rs, c->trace, err)))
+        return rc;
+    ctx.rs = &rs;
+    size_t cells = (size_t)c->n_lambda_plans * (size_t)ctx.pl.n;
+    ctx.rows = calloc(cells, sizeof *ctx.rows);
+    ctx.intra_inter = calloc(cells * 2, sizeof *ctx.intra_inter);
+    if (!ctx.rows || !ctx.intra_inter) {
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        goto done;
+    }
+    if ((rc = run_grid(c, c->n_lambda_plans, sweep_job, &ctx, err)))
+        goto done;
+
+    cJSON *be = cJSON_AddArrayToObject(out->extra, "break_even");
+    size_t nrec = (size_t)rs.n;
+    double *w = malloc(sizeof *w * (nrec ? nrec : 1) * 2);
+    if (!w) {
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        goto done;
+    }
+    char lp_key[32], le_key[32];
+    for (int lp = 0; lp < c->n_lambda_plans; lp++) {
+        key_num(lp_key, sizeof lp_key, c->lambda_plans[lp]);
+        for (int le = 0; le < c->n_lambda_evals; le++) {
+            key_num(le_key, sizeof le_key, c->lambda_evals[le]);
+            for (int p = 0; p < ctx.pl.n; p++) {
+                const tsim_study_row *src = &ctx.rows[(size_t)lp * (size_t)ctx.pl.n + (size_t)p];
+                tsim_study_row *row = tsim_study_add(out);
+                if (!row) {
+                    free(w);
+                    rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+                    goto done;
+                }
+                *row = *src;
+                row->ep = rs.ranks;
+                row->slots = c->slots;
+                row->lambda_plan = c->lambda_plans[lp];
+                row->lambda_eval = c->lambda_evals[le];
+                row->flow_hint = row->comm_cost = -1;
+                row->imbalance = NAN;
+                set_key(row, "lp%s.le%s", lp_key, le_key);
+                if (!row->ok)
+                    continue;
+                const tsim_series *ii = &ctx.intra_inter[((size_t)lp * (size_t)ctx.pl.n + (size_t)p) * 2];
+                for (size_t i = 0; i < ii[0].n; i++)
+                    w[i] = ii[0].values[i] + c->lambda_evals[le] * ii[1].values[i];
+                row->metrics[TSIM_M_WEIGHTED] = tsim_summarize(w, ii[0].n, w + nrec);
+            }
+        }
+        /* lambda* per planner pair at this lambda_plan */
+        for (int a = 0; a < ctx.pl.n; a++)
+            for (int b = a + 1; b < ctx.pl.n; b++) {
+                const tsim_study_row *ra = &ctx.rows[(size_t)lp * (size_t)ctx.pl.n + (size_t)a];
+                const tsim_study_row *rb = &ctx.rows[(size_t)lp * (size_t)ctx.pl.n + (size_t)b];
+                cJSON *j = break_even_json(ra->planner, rb->planner, ra->ok ? ra->metrics[TSIM_M_INTRA].mean : NAN,
+                                           ra->ok ? ra->metrics[TSIM_M_INTER].mean : NAN,
+                                           rb->ok ? rb->metrics[TSIM_M_INTRA].mean : NAN,
+                                           rb->ok ? rb->metrics[TSIM_M_INTER].mean : NAN);
+                cJSON_AddNumberToObject(j, "lambda_plan", c->lambda_plans[lp]);
+                cJSON_AddItemToArray(be, j);
+            }
+    }
+    free(w);
+    params_common(out, c);
+    cJSON_DeleteItemFromObject(out->params, "lambda_plan");
+    cJSON_DeleteItemFromObject(out->params, "lambda_eval");
+    cJSON_AddStringToObject(out->params, "trace", c->trace);
+    cJSON_AddNumberToObject(out->params, "records", rs.n);
+    cJSON *lps = cJSON_AddArrayToObject(out->params, "lambda_plan");
+    for (int i = 0; i < c->n_lambda_plans; i++)
+        cJSON_AddItemToArray(lps, cJSON_CreateNumber(c->lambda_plans[i]));
+    cJSON *les = cJSON_AddArrayToObject(out->params, "lambda_eval");
+    for (int i = 0; i < c->n_lambda_evals; i++)
+        cJSON_AddItemToArray(les, cJSON_CreateNumber(c->lambda_evals[i]));
+done:
+    if (ctx.intra_inter)
+        for (size_t i = 0; i < cells * 2; i++)
+            tsim_series_free(&ctx.intra_inter[i]);
+    free(ctx.intra_inter);
+    free(ctx.rows);
+    record_set_free(&rs);
+    return rc;
+}
+
+/* ---- scaling ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *axis;
+    int ep;
+    double imbalance;
+    int slots;
+} scaling_point;
+
+typedef struct {
+    const tsim_study_config *c;
+    planner_list pl;
+    scaling_point *points;
+    tsim_study_row *rows; /* [points * planners] */
+} scaling_ctx;
+
+static int scaling_job(void *ctx_, int i, tsim_error *err)
+{
+    scaling_ctx *ctx = ctx_;
+    const scaling_point *pt = &ctx->points[i];
+    tsim_gen_params p = ctx->c->gen;
+    p.ep = pt->ep;
+    record_set rs;
+    int rc = record_set_generate(&rs, &p, pt->imbalance, err);
+    if (rc)
+        return rc;
+    tsim_study_row *rows = ctx->rows + (size_t)i * (size_t)ctx->pl.n;
+    for (int k = 0; k < ctx->pl.n; k++) {
+        rows[k].axis = pt->axis;
+        rows[k].ep = pt->ep;
+        rows[k].imbalance = pt->imbalance;
+        rows[k].slots = pt->slots;
+        rows[k].lambda_plan = rows[k].lambda_eval = NAN;
+        rows[k].flow_hint = rows[k].comm_cost = -1;
+        rows[k].seeds = 1;
+        if (strcmp(pt->axis, "ep") == 0)
+            set_key(&rows[k], "ep%d", pt->ep);
+        else if (strcmp(pt->axis, "slots") == 0)
+            set_key(&rows[k], "k%d", pt->slots);
+        else
+            set_key(&rows[k], "imb%d", (int)lround(pt->imbalance * 100));
+    }
+    rc = run_planners(&rs, ctx->pl.planners, ctx->pl.n, pt->slots, ctx->c->lambda_eval, ctx->c, rows, err);
+    record_set_free(&rs);
+    return rc;
+}
+
+int tsim_run_scaling(const tsim_study_config *c, tsim_study *out, tsim_error *err)
+{
+    tsim_study_init(out, "scaling");
+    scaling_ctx ctx = {.c = c};
+    int rc = planner_list_parse(&ctx.pl, c->planners ? c->planners : "taot,echo,llep,lplb", &c->base, err);
+    if (rc)
+        return rc;
+    int np = c->n_eps + c->n_imbalances + c->n_slot_list;
+    ctx.points = calloc((size_t)np, sizeof *ctx.points);
+    ctx.rows = calloc((size_t)np * (size_t)ctx.pl.n, sizeof *ctx.rows);
+    if (!ctx.points || !ctx.rows) {
+        free(ctx.points);
+        free(ctx.rows);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
+    int k = 0;
+    for (int i = 0; i < c->n_eps; i++)
+        ctx.points[k++] = (scaling_point){"ep", c->eps[i], c->base_imbalance, c->base_slots};
+    for (int i = 0; i < c->n_imbalances; i++)
+        ctx.points[k++] = (scaling_point){"imbalance", c->base_ep, c->imbalances[i], c->base_slots};
+    for (int i = 0; i < c->n_slot_list; i++)
+        ctx.points[k++] = (scaling_point){"slots", c->base_ep, c->base_imbalance, c->slot_list[i]};
+    rc = run_grid(c, np, scaling_job, &ctx, err);
+    if (rc == TSIM_OK)
+        rc = copy_rows(out, ctx.rows, np * ctx.pl.n, err);
+    free(ctx.points);
+    free(ctx.rows);
+    if (rc)
+        return rc;
+    params_common(out, c);
+    cJSON_DeleteItemFromObject(out->params, "slots");
+    cJSON_AddNumberToObject(out->params, "base_ep", c->base_ep);
+    cJSON_AddNumberToObject(out->params, "base_imbalance", c->base_imbalance);
+    cJSON_AddNumberToObject(out->params, "base_slots", c->base_slots);
+    cJSON_AddNumberToObject(out->params, "experts", c->gen.experts);
+    cJSON_AddNumberToObject(out->params, "topk", c->gen.topk);
+    cJSON_AddNumberToObject(out->params, "tokens", c->gen.tokens);
+    cJSON_AddNumberToObject(out->params, "microbatches", c->gen.microbatches);
+    cJSON_AddNumberToObject(out->params, "layers", c->gen.layers);
+    cJSON_AddNumberToObject(out->params, "seed", (double)c->gen.seed);
+    return TSIM_OK;
+}

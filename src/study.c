@@ -1,0 +1,227 @@
+#include "study.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "paper.h"
+
+void tsim_study_init(tsim_study *s, const char *name)
+{
+    memset(s, 0, sizeof *s);
+    s->study = name;
+    s->params = cJSON_CreateObject();
+    s->extra = cJSON_CreateObject();
+}
+
+void tsim_study_free(tsim_study *s)
+{
+    free(s->rows);
+    cJSON_Delete(s->params);
+    cJSON_Delete(s->extra);
+    memset(s, 0, sizeof *s);
+}
+
+tsim_study_row *tsim_study_add(tsim_study *s)
+{
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 32;
+        tsim_study_row *rows = realloc(s->rows, sizeof *rows * (size_t)cap);
+        if (!rows)
+            return NULL;
+        s->rows = rows;
+        s->cap = cap;
+    }
+    tsim_study_row *r = &s->rows[s->n++];
+    memset(r, 0, sizeof *r);
+    r->ep = -1;
+    r->imbalance = NAN;
+    r->slots = -1;
+    r->lambda_plan = NAN;
+    r->lambda_eval = NAN;
+    r->flow_hint = -1;
+    r->comm_cost = -1;
+    r->seeds = 1;
+    return r;
+}
+
+void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int planner)
+{
+    snprintf(row->planner, sizeof row->planner, "%s", s->planners[planner].label);
+    row->ok = true;
+    row->records = s->results[planner].records;
+    for (int m = 0; m < TSIM_M_COUNT; m++) {
+        row->metric_on[m] = tsim_session_metric_on(s, m);
+        row->metrics[m] = tsim_session_summary(s, planner, (tsim_metric_id)m);
+    }
+    for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+        row->notes[b] = s->results[planner].note_records[b];
+}
+
+double tsim_study_mean(const tsim_study *s, const char *planner, int metric)
+{
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->rows[i].ok && strcmp(s->rows[i].planner, planner) == 0) {
+            sum += s->rows[i].metrics[metric].mean;
+            n++;
+        }
+    return n ? sum / n : NAN;
+}
+
+static bool stat_of(const tsim_summary *sum, const char *stat, double *v)
+{
+    if (strcmp(stat, "mean") == 0)
+        *v = sum->mean;
+    else if (strcmp(stat, "std") == 0)
+        *v = sum->std;
+    else if (strcmp(stat, "min") == 0)
+        *v = sum->min;
+    else if (strcmp(stat, "p50") == 0)
+        *v = sum->p50;
+    else if (strcmp(stat, "p95") == 0)
+        *v = sum->p95;
+    else if (strcmp(stat, "max") == 0)
+        *v = sum->max;
+    else
+        return false;
+    return true;
+}
+
+static int metric_index(const char *name)
+{
+    for (int m = 0; m < TSIM_M_COUNT; m++)
+        if (strcmp(tsim_metric_names[m], name) == 0)
+            return m;
+    return -1;
+}
+
+int tsim_study_lookup(void *ctx, const char *name, double *value)
+{
+    const tsim_study *s = ctx;
+    /* Split from the right: STAT, METRIC, then PLANNER, then an optional KEY. */
+    char buf[256];
+    if (strlen(name) >= sizeof buf)
+        return -1;
+    snprintf(buf, sizeof buf, "%s", name);
+    char *stat = strrchr(buf, '.');
+    if (!stat)
+        return -1;
+    *stat++ = '\0';
+    char *metric = strrchr(buf, '.');
+    if (!metric)
+        return -1;
+    *metric++ = '\0';
+    int m = metric_index(metric);
+    if (m < 0)
+        return -1;
+    const char *planner = buf, *key = NULL;
+    /* KEY.PLANNER: the key is everything before the first row key match. */
+    for (int i = 0; i < s->n; i++) {
+        size_t kl = strlen(s->rows[i].key);
+        if (kl && strncmp(buf, s->rows[i].key, kl) == 0 && buf[kl] == '.') {
+            key = s->rows[i].key;
+            planner = buf + kl + 1;
+            break;
+        }
+    }
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < s->n; i++) {
+        const tsim_study_row *r = &s->rows[i];
+        if (!r->ok || !r->metric_on[m] || strcmp(r->planner, planner) != 0)
+            continue;
+        if (key && strcmp(r->key, key) != 0)
+            continue;
+        double v;
+        if (!stat_of(&r->metrics[m], stat, &v))
+            return -1;
+        sum += v;
+        n++;
+        if (key)
+            break;
+    }
+    if (n == 0)
+        return -1;
+    *value = sum / n;
+    return 0;
+}
+
+cJSON *tsim_study_json(const tsim_study *s)
+{
+    cJSON *root = tsim_result_json_new();
+    cJSON_AddStringToObject(root, "study", s->study);
+    cJSON_AddItemToObject(root, "params", cJSON_Duplicate(s->params, 1));
+    cJSON *results = cJSON_AddArrayToObject(root, "results");
+    for (int i = 0; i < s->n; i++) {
+        const tsim_study_row *r = &s->rows[i];
+        cJSON *j = cJSON_CreateObject();
+        if (r->axis)
+            cJSON_AddStringToObject(j, "axis", r->axis);
+        if (r->ep >= 0)
+            cJSON_AddNumberToObject(j, "ep", r->ep);
+        if (!isnan(r->imbalance))
+            cJSON_AddNumberToObject(j, "imbalance", r->imbalance);
+        if (r->slots >= 0)
+            cJSON_AddNumberToObject(j, "slots", r->slots);
+        if (!isnan(r->lambda_plan))
+            cJSON_AddNumberToObject(j, "lambda_plan", r->lambda_plan);
+        if (!isnan(r->lambda_eval))
+            cJSON_AddNumberToObject(j, "lambda_eval", r->lambda_eval);
+        if (r->flow_hint >= 0)
+            cJSON_AddBoolToObject(j, "flow_hint", r->flow_hint);
+        if (r->comm_cost >= 0)
+            cJSON_AddBoolToObject(j, "comm_cost", r->comm_cost);
+        cJSON_AddStringToObject(j, "key", r->key);
+        cJSON_AddStringToObject(j, "planner", r->planner);
+        if (!r->ok) {
+            cJSON_AddStringToObject(j, "error", r->error);
+            cJSON_AddItemToArray(results, j);
+            continue;
+        }
+        if (r->seeds > 1)
+            cJSON_AddNumberToObject(j, "seeds", r->seeds);
+        cJSON_AddNumberToObject(j, "records", (double)r->records);
+        cJSON *metrics = cJSON_AddObjectToObject(j, "metrics");
+        for (int m = 0; m < TSIM_M_COUNT; m++)
+            if (r->metric_on[m])
+                cJSON_AddItemToObject(metrics, tsim_metric_names[m], tsim_summary_json(&r->metrics[m]));
+        cJSON *notes = NULL;
+        for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+            if (r->notes[b]) {
+                if (!notes)
+                    notes = cJSON_AddObjectToObject(j, "notes");
+                cJSON_AddNumberToObject(notes, tsim_note_names[b], (double)r->notes[b]);
+            }
+        /* The paper's figure for this cell, where it has one. */
+        tsim_paper_cell pc;
+        tsim_paper_ablation pa;
+        double speed;
+        if (strcmp(s->study, "table1") == 0 && tsim_paper_table1(r->ep, r->imbalance, r->planner, &pc)) {
+            cJSON *p = cJSON_AddObjectToObject(j, "paper");
+            cJSON_AddNumberToObject(p, "improve_pp", pc.improve_pp);
+            cJSON_AddNumberToObject(p, "weighted", pc.weighted);
+            cJSON_AddNumberToObject(p, "intra", pc.intra);
+            cJSON_AddNumberToObject(p, "inter", pc.inter);
+        } else if (strcmp(s->study, "ablation") == 0 && tsim_paper_table2(r->flow_hint, r->comm_cost, &pa)) {
+            cJSON *p = cJSON_AddObjectToObject(j, "paper");
+            cJSON_AddNumberToObject(p, "rho_after", pa.rho_after);
+            cJSON_AddNumberToObject(p, "intra", pa.intra);
+            cJSON_AddNumberToObject(p, "inter", pa.inter);
+            cJSON_AddNumberToObject(p, "weighted", pa.weighted);
+        } else if (strcmp(s->study, "scaling") == 0 && r->axis && r->metric_on[TSIM_M_SPEEDUP] &&
+                   strncmp(r->planner, "taot", 4) == 0) {
+            double v = strcmp(r->axis, "ep") == 0 ? r->ep : strcmp(r->axis, "slots") == 0 ? r->slots : r->imbalance;
+            if (tsim_paper_speedup(r->axis, v, &speed)) {
+                cJSON *p = cJSON_AddObjectToObject(j, "paper");
+                cJSON_AddNumberToObject(p, "speedup", speed);
+            }
+        }
+        cJSON_AddItemToArray(results, j);
+    }
+    for (cJSON *e = s->extra ? s->extra->child : NULL; e; e = e->next)
+        cJSON_AddItemToObject(root, e->string, cJSON_Duplicate(e, 1));
+    return root;
+}

@@ -1,0 +1,65 @@
+/* Study results (table1, ablation, sweep, scaling): rows of per-planner metric
+ * summaries at grid coordinates, printed as markdown, CSV or JSON, and looked
+ * up by name for --fail-if. */
+#ifndef TSIM_STUDY_H
+#define TSIM_STUDY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "evaluate.h"
+#include "planner.h"
+#include "report.h"
+#include "session.h"
+#include "stats.h"
+
+struct cJSON;
+
+typedef struct {
+    /* Grid coordinates; which ones apply depends on the study (-1 / NAN: n/a). */
+    const char *axis;     /* scaling: "ep", "imbalance" or "slots" */
+    int ep;
+    double imbalance;     /* target initial imbalance (fraction) */
+    int slots;
+    double lambda_plan, lambda_eval;
+    int flow_hint, comm_cost; /* ablation: 0/1 */
+    char key[64];         /* --fail-if prefix, e.g. "ep16.imb70" */
+    char planner[TSIM_LABEL_MAX];
+    bool ok;              /* false: the planner cannot run this cell */
+    char error[256];
+    int seeds;            /* per-seed means summarised (ablation), else 1 */
+    int64_t records;
+    bool metric_on[TSIM_M_COUNT];
+    tsim_summary metrics[TSIM_M_COUNT];
+    int64_t notes[TSIM_NOTE_KINDS];
+} tsim_study_row;
+
+typedef struct {
+    const char *study;    /* "table1", "ablation", "sweep", "scaling" */
+    tsim_study_row *rows;
+    int n, cap;
+    struct cJSON *params; /* study parameters for the JSON output (owned) */
+    struct cJSON *extra;  /* study-specific top-level fields, e.g. break_even (owned object) */
+} tsim_study;
+
+void tsim_study_init(tsim_study *s, const char *name);
+void tsim_study_free(tsim_study *s);
+/* Appends a zeroed row; NULL when out of memory. */
+tsim_study_row *tsim_study_add(tsim_study *s);
+
+/* Fills a row's metrics from one planner's results of a session. */
+void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int planner);
+
+/* Mean of a metric's mean over rows of planner (ok rows only); NAN if none. */
+double tsim_study_mean(const tsim_study *s, const char *planner, int metric);
+
+/* --fail-if lookup over rows: "KEY.PLANNER.METRIC.STAT" for one cell, or
+ * "PLANNER.METRIC.STAT" for the mean of that statistic over all of the
+ * planner's cells. ctx is the tsim_study. */
+int tsim_study_lookup(void *ctx, const char *name, double *value);
+
+/* The JSON result: tool, version, command, study, params, results[], extra fields. */
+struct cJSON *tsim_study_json(const tsim_study *s);
+
+#endif

@@ -1,0 +1,417 @@
+/* Markdown and CSV output of the studies. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "experiments.h"
+#include "paper.h"
+
+#define CELL 64
+
+/* "12.34" or "12.34 ± 0.56" */
+static void ours(char *buf, const tsim_summary *s, double scale, int dec, bool show_std)
+{
+    char m[32], sd[32];
+    tsim_fmt_num(m, sizeof m, s->mean * scale, dec);
+    if (show_std) {
+        tsim_fmt_num(sd, sizeof sd, s->std * scale, dec);
+        snprintf(buf, CELL, "%s ± %s", m, sd);
+    } else
+        snprintf(buf, CELL, "%s", m);
+}
+
+static void num(char *buf, double v, int dec)
+{
+    tsim_fmt_num(buf, CELL, v, dec);
+}
+
+static void signed_num(char *buf, double v, int dec)
+{
+    char t[32];
+    tsim_fmt_num(t, sizeof t, v, dec);
+    snprintf(buf, CELL, "%s%s", (v > 0 && strspn(t, "0.") != strlen(t)) ? "+" : "", t);
+}
+
+static int add_row(tsim_table *t, char (*c)[CELL], int n)
+{
+    const char *cells[32];
+    for (int i = 0; i < n; i++)
+        cells[i] = c[i];
+    return tsim_table_add_row(t, cells);
+}
+
+static void print_notes(FILE *out, const tsim_study *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        const tsim_study_row *r = &s->rows[i];
+        if (!r->ok) {
+            fprintf(out, "- %s %s: n/a (%s)\n", r->key, r->planner, r->error);
+            continue;
+        }
+        for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+            if (r->notes[b])
+                fprintf(out, "- %s %s: %s in %lld of %lld records\n", r->key, r->planner, tsim_note_names[b],
+                        (long long)r->notes[b], (long long)r->records);
+    }
+}
+
+static int print_csv(FILE *out, const tsim_study *s)
+{
+    fputs("study,key,axis,ep,imbalance,slots,lambda_plan,lambda_eval,flow_hint,comm_cost,planner,metric,mean,std,"
+          "min,p50,p95,max\n",
+          out);
+    for (int i = 0; i < s->n; i++) {
+        const tsim_study_row *r = &s->rows[i];
+        char coords[256];
+        char ep[16] = "", imb[32] = "", k[16] = "", lp[32] = "", le[32] = "", fh[8] = "", cc[8] = "";
+        if (r->ep >= 0)
+            snprintf(ep, sizeof ep, "%d", r->ep);
+        if (!isnan(r->imbalance))
+            snprintf(imb, sizeof imb, "%g", r->imbalance);
+        if (r->slots >= 0)
+            snprintf(k, sizeof k, "%d", r->slots);
+        if (!isnan(r->lambda_plan))
+            snprintf(lp, sizeof lp, "%g", r->lambda_plan);
+        if (!isnan(r->lambda_eval))
+            snprintf(le, sizeof le, "%g", r->lambda_eval);
+        if (r->flow_hint >= 0)
+            snprintf(fh, sizeof fh, "%d", r->flow_hint);
+        if (r->comm_cost >= 0)
+            snprintf(cc, sizeof cc, "%d", r->comm_cost);
+        snprintf(coords, sizeof coords, "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s", s->study, r->key, r->axis ? r->axis : "", ep,
+                 imb, k, lp, le, fh, cc);
+        if (!r->ok) {
+            fprintf(out, "%s,%s,n/a,,,,,,\n", coords, r->planner);
+            continue;
+        }
+        for (int m = 0; m < TSIM_M_COUNT; m++) {
+            if (!r->metric_on[m])
+                continue;
+            const tsim_summary *x = &r->metrics[m];
+            fprintf(out, "%s,%s,%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n", coords, r->planner, tsim_metric_names[m],
+                    x->mean, x->std, x->min, x->p50, x->p95, x->max);
+        }
+    }
+    return 0;
+}
+
+static int print_table1(FILE *out, const tsim_study *s, bool show_std)
+{
+    const char *h[] = {"EP",    "init",  "measured init %", "method", "improve pp", "paper", "Δ",
+                       "weighted", "paper", "Δ", "intra", "paper", "Δ", "inter", "paper", "Δ"};
+    tsim_table t;
+    if (tsim_table_init(&t, 16, h))
+        return -1;
+    for (int i = 0; i < s->n; i++) {
+        const tsim_study_row *r = &s->rows[i];
+        char c[16][CELL];
+        snprintf(c[0], CELL, "%d", r->ep);
+        snprintf(c[1], CELL, "%d%%", (int)lround(r->imbalance * 100));
+        snprintf(c[3], CELL, "%s", r->planner);
+        tsim_paper_cell pc;
+        bool have = tsim_paper_table1(r->ep, r->imbalance, r->planner, &pc);
+        double paper[4] = {pc.improve_pp, pc.weighted, pc.intra, pc.inter};
+        const int metric[4] = {TSIM_M_IMPROVE_PP, TSIM_M_WEIGHTED, TSIM_M_INTRA, TSIM_M_INTER};
+        if (!r->ok) {
+            snprintf(c[2], CELL, "-");
+            for (int k = 4; k < 16; k++)
+                snprintf(c[k], CELL, k % 3 == 1 ? "n/a" : "");
+        } else {
+            num(c[2], 100 * r->metrics[TSIM_M_RHO_BEFORE].mean, 1);
+            for (int q = 0; q < 4; q++) {
+                int dec = q == 0 ? 1 : 1;
+                ours(c[4 + 3 * q], &r->metrics[metric[q]], 1.0, dec, show_std);
+                if (have) {
+                    num(c[5 + 3 * q], paper[q], q == 0 ? 1 : 0);
+                    signed_num(c[6 + 3 * q], r->metrics[metric[q]].mean - paper[q], 1);
+                } else {
+                    snprintf(c[5 + 3 * q], CELL, "-");
+                    snprintf(c[6 + 3 * q], CELL, "-");
+                }
+            }
+        }
+        add_row(&t, c, 16);
+    }
+    fprintf(out, "# Table 1: ours vs the paper (improvement pp / weighted / intra / inter, means over records)\n\n");
+    tsim_table_print(&t, out, TSIM_FORMAT_MD);
+    tsim_table_free(&t);
+
+    const cJSON *be = cJSON_GetObjectItemCaseSensitive(s->extra, "break_even");
+    if (cJSON_GetArraySize(be) > 0) {
+        const char *h2[] = {"EP", "init", "TAOT vs", "λ* ours", "TAOT cheaper when", "λ* paper"};
+        if (tsim_table_init(&t, 6, h2))
+            return -1;
+        const cJSON *j;
+        cJSON_ArrayForEach(j, be)
+        {
+            char c[6][CELL];
+            snprintf(c[0], CELL, "%d", cJSON_GetObjectItem(j, "ep")->valueint);
+            snprintf(c[1], CELL, "%d%%", (int)lround(cJSON_GetObjectItem(j, "imbalance")->valuedouble * 100));
+            snprintf(c[2], CELL, "%s", cJSON_GetObjectItem(j, "b")->valuestring);
+            const cJSON *ls = cJSON_GetObjectItem(j, "lambda_star");
+            if (cJSON_IsNumber(ls))
+                num(c[3], ls->valuedouble, 2);
+            else
+                snprintf(c[3], CELL, "none");
+            const char *when = cJSON_GetObjectItem(j, "a_cheaper_when")->valuestring;
+            if (cJSON_IsNumber(ls) && strchr(when, '<'))
+                snprintf(c[4], CELL, "λ < %.2f", ls->valuedouble);
+            else if (cJSON_IsNumber(ls))
+                snprintf(c[4], CELL, "λ > %.2f", ls->valuedouble);
+            else
+                snprintf(c[4], CELL, "%s", when);
+            const cJSON *pl = cJSON_GetObjectItem(j, "paper_lambda_star");
+            if (cJSON_IsNumber(pl))
+                num(c[5], pl->valuedouble, 2);
+            else
+                snprintf(c[5], CELL, "none");
+            add_row(&t, c, 6);
+        }
+        fprintf(out, "\n## Break-even λ* of TAOT against each baseline (weighted = intra + λ·inter)\n\n");
+        tsim_table_print(&t, out, TSIM_FORMAT_MD);
+        tsim_table_free(&t);
+    }
+    fprintf(out, "\nPaper: TAOT (arXiv 2608.03676) Table 1, Qwen3-30B-A3B traces that are not published. Ours: "
+                 "the bundled synthetic traces (traces/README.md), so the numbers are comparable in regime, "
+                 "not identical. Δ = ours - paper.\n");
+    return 0;
+}
+
+static int print_ablation(FILE *out, const tsim_study *s)
+{
+    const char *h[] = {"flow hint", "comm cost", "final imbalance %", "paper", "intra", "paper",
+                       "inter",     "paper",     "weighted",          "paper"};
+    tsim_table t;
+    if (tsim_table_init(&t, 10, h))
+        return -1;
+    for (int i = 0; i < s->n; i++) {
+        const tsim_study_row *r = &s->rows[i];
+        char c[10][CELL];
+        snprintf(c[0], CELL, "%s", r->flow_hint ? "on" : "off");
+        snprintf(c[1], CELL, "%s", r->comm_cost ? "on" : "off");
+        tsim_paper_ablation pa;
+        bool have = tsim_paper_table2(r->flow_hint, r->comm_cost, &pa);
+        ours(c[2], &r->metrics[TSIM_M_RHO_AFTER], 100.0, 2, true);
+        ours(c[4], &r->metrics[TSIM_M_INTRA], 1.0, 2, true);
+        ours(c[6], &r->metrics[TSIM_M_INTER], 1.0, 2, true);
+        ours(c[8], &r->metrics[TSIM_M_WEIGHTED], 1.0, 2, true);
+        if (have) {
+            snprintf(c[3], CELL, "%.2f ± %.2f", 100 * pa.rho_after, 100 * pa.rho_after_std);
+            snprintf(c[5], CELL, "%.2f ± %.2f", pa.intra, pa.intra_std);
+            snprintf(c[7], CELL, "%.2f ± %.2f", pa.inter, pa.inter_std);
+            snprintf(c[9], CELL, "%.2f ± %.2f", pa.weighted, pa.weighted_std);
+        } else
+            for (int k = 3; k <= 9; k += 2)
+                snprintf(c[k], CELL, "(not in paper)");
+        add_row(&t, c, 10);
+    }
+    const tsim_study_row *r0 = s->n ? &s->rows[0] : NULL;
+    fprintf(out, "# TAOT ablation (paper's Table 2): EP%d, %.0f%% initial imbalance, mean ± std over %d seeds\n\n",
+            r0 ? r0->ep : 0, r0 ? r0->imbalance * 100 : 0, r0 ? r0->seeds : 0);
+    tsim_table_print(&t, out, TSIM_FORMAT_MD);
+    tsim_table_free(&t);
+    fprintf(out, "\nThe std is across seeds of per-seed means. Paper: Table 2 of arXiv 2608.03676 (3 runs, "
+                 "real traces); ours: synthetic traces generated per seed.\n");
+    return 0;
+}
+
+static int print_sweep(FILE *out, const tsim_study *s)
+{
+    /* Distinct lambda_plan and lambda_eval values in row order. */
+    double lps[TSIM_STUDY_LIST_MAX], les[TSIM_STUDY_LIST_MAX];
+    int nlp = 0, nle = 0;
+    for (int i = 0; i < s->n; i++) {
+        const tsim_study_row *r = &s->rows[i];
+        bool seen = false;
+        for (int k = 0; k < nlp; k++)
+            seen |= lps[k] == r->lambda_plan;
+        if (!seen && nlp < TSIM_STUDY_LIST_MAX)
+            lps[nlp++] = r->lambda_plan;
+        seen = false;
+        for (int k = 0; k < nle; k++)
+            seen |= les[k] == r->lambda_eval;
+        if (!seen && nle < TSIM_STUDY_LIST_MAX)
+            les[nle++] = r->lambda_eval;
+    }
+    fprintf(out, "# λ sweep: weighted cost (intra + λ_eval·inter, mean per record)\n");
+    for (int a = 0; a < nlp; a++) {
+        const char *h[4 + TSIM_STUDY_LIST_MAX];
+        char hb[TSIM_STUDY_LIST_MAX][32];
+        h[0] = "planner";
+        h[1] = "rho after %";
+        h[2] = "intra";
+        h[3] = "inter";
+        int nh = 4;
+        for (int e = 0; e < nle && nh < 28; e++) {
+            snprintf(hb[e], sizeof hb[e], "λ_eval=%g", les[e]);
+            h[nh++] = hb[e];
+        }
+        tsim_table t;
+        if (tsim_table_init(&t, nh, h))
+            return -1;
+        /* one row per planner: rows come grouped by lambda_eval, planners inner */
+        for (int i = 0; i < s->n; i++) {
+            const tsim_study_row *r = &s->rows[i];
+            if (r->lambda_plan != lps[a] || r->lambda_eval != les[0])
+                continue;
+            char c[32][CELL];
+            snprintf(c[0], CELL, "%s", r->planner);
+            if (!r->ok) {
+                for (int k = 1; k < nh; k++)
+                    snprintf(c[k], CELL, "n/a");
+                add_row(&t, c, nh);
+                continue;
+            }
+            num(c[1], 100 * r->metrics[TSIM_M_RHO_AFTER].mean, 2);
+            num(c[2], r->metrics[TSIM_M_INTRA].mean, 2);
+            num(c[3], r->metrics[TSIM_M_INTER].mean, 2);
+            int col = 4;
+            for (int k = 0; k < s->n && col < nh; k++) {
+                const tsim_study_row *q = &s->rows[k];
+                if (q->lambda_plan == lps[a] && strcmp(q->planner, r->planner) == 0 && q->lambda_eval == les[col - 4]) {
+                    num(c[col], q->metrics[TSIM_M_WEIGHTED].mean, 2);
+                    col++;
+                    k = -1; /* next lambda_eval: search again from the start */
+                }
+            }
+            add_row(&t, c, nh);
+        }
+        fprintf(out, "\n## λ_plan = %g\n\n", lps[a]);
+        tsim_table_print(&t, out, TSIM_FORMAT_MD);
+        tsim_table_free(&t);
+    }
+    const cJSON *be = cJSON_GetObjectItemCaseSensitive(s->extra, "break_even");
+    if (cJSON_GetArraySize(be) > 0) {
+        const char *h2[] = {"λ_plan", "A", "B", "λ*", "A cheaper when"};
+        tsim_table t;
+        if (tsim_table_init(&t, 5, h2))
+            return -1;
+        const cJSON *j;
+        cJSON_ArrayForEach(j, be)
+        {
+            char c[5][CELL];
+            snprintf(c[0], CELL, "%g", cJSON_GetObjectItem(j, "lambda_plan")->valuedouble);
+            snprintf(c[1], CELL, "%s", cJSON_GetObjectItem(j, "a")->valuestring);
+            snprintf(c[2], CELL, "%s", cJSON_GetObjectItem(j, "b")->valuestring);
+            const cJSON *ls = cJSON_GetObjectItem(j, "lambda_star");
+            const char *when = cJSON_GetObjectItem(j, "a_cheaper_when")->valuestring;
+            if (cJSON_IsNumber(ls)) {
+                num(c[3], ls->valuedouble, 2);
+                snprintf(c[4], CELL, "λ %c %.2f", strchr(when, '<') ? '<' : '>', ls->valuedouble);
+            } else {
+                snprintf(c[3], CELL, "none");
+                snprintf(c[4], CELL, "%s", when);
+            }
+            add_row(&t, c, 5);
+        }
+        fprintf(out, "\n## Break-even λ* per planner pair\n\n");
+        tsim_table_print(&t, out, TSIM_FORMAT_MD);
+        tsim_table_free(&t);
+    }
+    return 0;
+}
+
+static int print_scaling(FILE *out, const tsim_study *s)
+{
+    static const char *const axes[3] = {"ep", "imbalance", "slots"};
+    static const char *const titles[3] = {"EP size", "initial imbalance", "guest slots per rank K"};
+    bool timing = false, step = false;
+    for (int i = 0; i < s->n; i++)
+        if (s->rows[i].ok) {
+            timing |= s->rows[i].metric_on[TSIM_M_PLAN_NS];
+            step |= s->rows[i].metric_on[TSIM_M_SPEEDUP];
+        }
+    fprintf(out, "# Scaling: one axis at a time around the base point (generated traces)\n");
+    for (int a = 0; a < 3; a++) {
+        const char *h[12] = {"EP", "init", "K", "planner", "rho before %", "rho after %", "intra", "inter", "weighted"};
+        int nh = 9;
+        if (timing)
+            h[nh++] = "plan us p50";
+        if (step) {
+            h[nh++] = "speedup (model)";
+            h[nh++] = "paper speedup";
+        }
+        tsim_table t;
+        if (tsim_table_init(&t, nh, h))
+            return -1;
+        int rows = 0;
+        for (int i = 0; i < s->n; i++) {
+            const tsim_study_row *r = &s->rows[i];
+            if (!r->axis || strcmp(r->axis, axes[a]) != 0)
+                continue;
+            char c[12][CELL];
+            snprintf(c[0], CELL, "%d", r->ep);
+            snprintf(c[1], CELL, "%d%%", (int)lround(r->imbalance * 100));
+            snprintf(c[2], CELL, "%d", r->slots);
+            snprintf(c[3], CELL, "%s", r->planner);
+            if (!r->ok) {
+                for (int k = 4; k < nh; k++)
+                    snprintf(c[k], CELL, "n/a");
+            } else {
+                num(c[4], 100 * r->metrics[TSIM_M_RHO_BEFORE].mean, 2);
+                num(c[5], 100 * r->metrics[TSIM_M_RHO_AFTER].mean, 2);
+                num(c[6], r->metrics[TSIM_M_INTRA].mean, 2);
+                num(c[7], r->metrics[TSIM_M_INTER].mean, 2);
+                num(c[8], r->metrics[TSIM_M_WEIGHTED].mean, 2);
+                int k = 9;
+                if (timing)
+                    num(c[k++], r->metrics[TSIM_M_PLAN_NS].p50 / 1000.0, 1);
+                if (step) {
+                    num(c[k++], r->metrics[TSIM_M_SPEEDUP].mean, 2);
+                    double v = a == 0 ? r->ep : a == 2 ? r->slots : r->imbalance, ps;
+                    if (strncmp(r->planner, "taot", 4) == 0 && tsim_paper_speedup(axes[a], v, &ps))
+                        num(c[k++], ps, 2);
+                    else
+                        snprintf(c[k++], CELL, "-");
+                }
+            }
+            add_row(&t, c, nh);
+            rows++;
+        }
+        if (rows) {
+            fprintf(out, "\n## %s\n\n", titles[a]);
+            tsim_table_print(&t, out, TSIM_FORMAT_MD);
+        }
+        tsim_table_free(&t);
+    }
+    if (step)
+        fprintf(out, "\nspeedup (model) is the step-time model's estimate over plain EP for one MoE layer "
+                     "(forward + backward); the paper's speedups are measured end to end in real training "
+                     "(Fig. 3). The model is an estimate, not a measurement.\n");
+    return 0;
+}
+
+int tsim_study_print(FILE *out, const tsim_study *s, tsim_format fmt, bool show_std, tsim_error *err)
+{
+    int rc = 0;
+    if (fmt == TSIM_FORMAT_JSON) {
+        cJSON *j = tsim_study_json(s);
+        rc = j ? tsim_json_print(out, j) : -1;
+        cJSON_Delete(j);
+    } else if (fmt == TSIM_FORMAT_CSV)
+        rc = print_csv(out, s);
+    else {
+        if (strcmp(s->study, "table1") == 0)
+            rc = print_table1(out, s, show_std);
+        else if (strcmp(s->study, "ablation") == 0)
+            rc = print_ablation(out, s);
+        else if (strcmp(s->study, "sweep") == 0)
+            rc = print_sweep(out, s);
+        else
+            rc = print_scaling(out, s);
+        bool any = false;
+        for (int i = 0; i < s->n; i++) {
+            const tsim_study_row *r = &s->rows[i];
+            bool note = !r->ok;
+            for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+                note |= r->notes[b] != 0;
+            any |= note;
+        }
+        if (any && rc == 0) {
+            fputs("\nNotes:\n", out);
+            print_notes(out, s);
+        }
+    }
+    return rc ? tsim_error_set(err, TSIM_E_INTERNAL, "out of memory while printing") : TSIM_OK;
+}
