@@ -1,0 +1,150 @@
+/* Studies: paper figures, break-even lambda, --fail-if lookups over study
+ * rows, and determinism of the parallel grid (-j 1 vs -j 2). */
+#include <cjson/cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "evaluate.h"
+#include "experiments.h"
+#include "failif.h"
+#include "grid.h"
+#include "paper.h"
+#include "study.h"
+
+Test(paper, break_even_on_the_papers_own_numbers)
+{
+    tsim_paper_cell taot, lplb;
+    cr_assert(tsim_paper_table1(16, 0.7, "taot", &taot));
+    cr_assert(tsim_paper_table1(16, 0.7, "lplb", &lplb));
+    double ls;
+    cr_assert_eq(tsim_break_even(taot.intra, taot.inter, lplb.intra, lplb.inter, &ls), 0);
+    cr_assert_float_eq(ls, 3.83, 0.005, "EP16 70%%: lambda* = %.4f", ls);
+    /* every cell of the paper satisfies weighted = intra + 3 inter */
+    const char *m[4] = {"echo", "llep", "lplb", "taot"};
+    const int eps[2] = {16, 32};
+    const double imb[5] = {0.1, 0.2, 0.3, 0.5, 0.7};
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < 5; i++)
+            for (int k = 0; k < 4; k++) {
+                tsim_paper_cell c;
+                cr_assert(tsim_paper_table1(eps[e], imb[i], m[k], &c));
+                cr_assert_float_eq(c.weighted, c.intra + 3 * c.inter, 1e-9, "%d %g %s", eps[e], imb[i], m[k]);
+            }
+    tsim_paper_ablation a;
+    cr_assert(!tsim_paper_table2(true, false, &a), "the paper leaves out flow on / comm off");
+    double s;
+    cr_assert(tsim_paper_speedup("ep", 16, &s));
+    cr_assert_float_eq(s, 1.79, 1e-12);
+    cr_assert(!tsim_paper_speedup("ep", 64, &s));
+}
+
+static tsim_study two_row_study(void)
+{
+    tsim_study st;
+    tsim_study_init(&st, "table1");
+    const char *keys[2] = {"ep16.imb70", "ep32.imb70"};
+    for (int i = 0; i < 2; i++)
+        for (int p = 0; p < 2; p++) {
+            tsim_study_row *r = tsim_study_add(&st);
+            snprintf(r->key, sizeof r->key, "%s", keys[i]);
+            snprintf(r->planner, sizeof r->planner, "%s", p ? "echo" : "taot");
+            r->ok = true;
+            for (int m = 0; m < TSIM_M_COUNT; m++)
+                r->metric_on[m] = m != TSIM_M_PLAN_NS;
+            r->metrics[TSIM_M_WEIGHTED].mean = 10.0 * (i + 1) + p; /* taot 10, 20; echo 11, 21 */
+            r->metrics[TSIM_M_RHO_AFTER].p95 = 0.01 * (i + 1);
+        }
+    return st;
+}
+
+Test(study, lookup_names)
+{
+    tsim_study st = two_row_study();
+    double v;
+    cr_assert_eq(tsim_study_lookup(&st, "ep16.imb70.taot.weighted.mean", &v), 0);
+    cr_assert_eq(v, 10);
+    cr_assert_eq(tsim_study_lookup(&st, "ep32.imb70.echo.weighted.mean", &v), 0);
+    cr_assert_eq(v, 21);
+    cr_assert_eq(tsim_study_lookup(&st, "taot.weighted.mean", &v), 0);
+    cr_assert_eq(v, 15, "mean over cells");
+    cr_assert_eq(tsim_study_lookup(&st, "taot.rho_after.p95", &v), 0);
+    cr_assert_float_eq(v, 0.015, 1e-12);
+    cr_assert_eq(tsim_study_lookup(&st, "taot.plan_ns.mean", &v), -1, "not measured");
+    cr_assert_eq(tsim_study_lookup(&st, "lplb.weighted.mean", &v), -1);
+    cr_assert_eq(tsim_study_lookup(&st, "taot.bogus.mean", &v), -1);
+    cr_assert_eq(tsim_study_lookup(&st, "taot.weighted.p99", &v), -1);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_failif_check("taot.weighted.mean > echo.weighted.mean", tsim_study_lookup, &st, &err), 0);
+    cr_assert_eq(tsim_failif_check("taot.weighted.mean < echo.weighted.mean", tsim_study_lookup, &st, &err),
+                 TSIM_E_CHECK);
+    cr_assert(strstr(err.msg, "taot.weighted.mean (15)") != NULL, "%s", err.msg);
+    cr_assert_eq(tsim_failif_check("taot.weighted.mean <", tsim_study_lookup, &st, &err), TSIM_E_INPUT);
+    tsim_study_free(&st);
+}
+
+static int square_job(void *ctx, int i, tsim_error *err)
+{
+    int *out = ctx;
+    if (i == 7 || i == 3)
+        return tsim_error_set(err, TSIM_E_INPUT, "job %d failed", i);
+    out[i] = i * i;
+    return 0;
+}
+
+Test(grid, runs_every_job_and_reports_the_lowest_failure)
+{
+    int out[16] = {0};
+    tsim_error err = {0};
+    cr_assert_eq(tsim_grid_run(16, 4, square_job, NULL, out, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "job 3 failed");
+    cr_assert_eq(out[15], 225);
+    cr_assert_eq(out[2], 4);
+}
+
+static char *scaling_json(int threads)
+{
+    tsim_study_config c;
+    tsim_study_config_default(&c);
+    c.threads = threads;
+    c.planners = "taot,echo,llep,lplb";
+    c.n_eps = 2;
+    c.eps[0] = 8;
+    c.eps[1] = 16;
+    c.n_imbalances = 1;
+    c.imbalances[0] = 0.3;
+    c.n_slot_list = 2;
+    c.slot_list[0] = 1;
+    c.slot_list[1] = 2;
+    c.base_ep = 16;
+    c.base_imbalance = 0.3;
+    c.gen.experts = 64;
+    c.gen.tokens = 256;
+    c.gen.microbatches = 2;
+    c.gen.layers = 1;
+    c.step_model_on = true;
+    tsim_study st;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_run_scaling(&c, &st, &err), 0, "%s", err.msg);
+    cJSON *j = tsim_study_json(&st);
+    cJSON_DeleteItemFromObject(j, "command");
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    /* LPLB cannot run K = 1 with its D = 2 graphs: an n/a row, not a failure */
+    bool lplb_na = false;
+    for (int i = 0; i < st.n; i++)
+        if (strcmp(st.rows[i].planner, "lplb") == 0 && st.rows[i].slots == 1)
+            lplb_na = !st.rows[i].ok;
+    cr_assert(lplb_na, "lplb at K = 1 is n/a");
+    tsim_study_free(&st);
+    return s;
+}
+
+Test(grid, scaling_is_identical_for_any_thread_count, .timeout = 120)
+{
+    char *a = scaling_json(1), *b = scaling_json(2);
+    cr_assert_str_eq(a, b);
+    free(a);
+    free(b);
+}
