@@ -1,3 +1,604 @@
+/* The synthetic trace generator (gen.c): determinism, distinct top-k picks,
+ * the hotspot injection, the calibration and parameter validation. */
 #include <criterion/criterion.h>
-/* PLACEHOLDER: replaced by the real suite. */
-Test(placeholder, nothing) { cr_skip_test("suite not written yet"); }
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <gsl/gsl_errno.h>
+
+#include "evaluate.h"
+#include "gen.h"
+#include "topology.h"
+
+static void setup(void)
+{
+    gsl_set_error_handler_off();
+}
+
+TestSuite(gen, .init = setup);
+
+/* A small shape: 32 experts on 4 ranks (8 each), top-4, 256 tokens per rank. */
+static tsim_gen_params small_params(void)
+{
+    tsim_gen_params p;
+    tsim_gen_params_default(&p);
+    p.experts = 32;
+    p.ep = 4;
+    p.ranks_per_node = 2;
+    p.topk = 4;
+    p.tokens = 256;
+    p.microbatches = 3;
+    p.layers = 2;
+    p.hot_fraction = 0.1;
+    p.seed = 7;
+    return p;
+}
+
+static tsim_gen *open_gen(const tsim_gen_params *p)
+{
+    tsim_gen *g = NULL;
+    tsim_error err = {0};
+    int rc = tsim_gen_open(&g, p, &err);
+    cr_assert_eq(rc, TSIM_OK, "tsim_gen_open: %s", err.msg);
+    return g;
+}
+
+/* All records of a trace, concatenated: [records * R * E]. */
+static int64_t *all_counts(const tsim_gen_params *p)
+{
+    tsim_gen *g = open_gen(p);
+    const size_t cells = (size_t)p->ep * (size_t)p->experts;
+    const int64_t n = tsim_gen_record_count(p);
+    int64_t *out = malloc(sizeof *out * cells * (size_t)n);
+    cr_assert_not_null(out);
+    const tsim_record *rec;
+    int64_t i = 0;
+    while (tsim_gen_next(g, &rec, NULL) == 1) {
+        cr_assert_lt(i, n);
+        memcpy(out + (size_t)i * cells, rec->counts, sizeof *out * cells);
+        i++;
+    }
+    cr_assert_eq(i, n);
+    tsim_gen_close(g);
+    return out;
+}
+
+Test(gen, defaults_are_the_cli_defaults)
+{
+    tsim_gen_params p;
+    tsim_gen_params_default(&p);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_params_check(&p, &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(p.experts, 128);
+    cr_assert_eq(p.ep, 16);
+    cr_assert_eq(p.ranks_per_node, 8);
+    cr_assert_eq(p.topk, 8);
+    cr_assert_eq(p.tokens, 4096);
+    cr_assert_eq(p.microbatches, 32);
+    cr_assert_eq(p.layers, 4);
+    cr_assert_eq(p.hot_ranks, 1);
+    cr_assert_float_eq(p.concentration, 200.0, 1e-12);
+    cr_assert_eq(p.seed, 1);
+    cr_assert_eq(tsim_gen_record_count(&p), 128);
+}
+
+Test(gen, records_come_in_microbatch_major_order)
+{
+    tsim_gen_params p = small_params();
+    tsim_gen *g = open_gen(&p);
+    const tsim_record *rec;
+    int64_t i = 0;
+    while (tsim_gen_next(g, &rec, NULL) == 1) {
+        cr_assert_eq(rec->index, i);
+        cr_assert_eq(rec->microbatch, i / p.layers);
+        cr_assert_eq(rec->layer, i % p.layers);
+        cr_assert_eq(rec->ranks, p.ep);
+        cr_assert_eq(rec->experts, p.experts);
+        i++;
+    }
+    cr_assert_eq(i, 6);
+    cr_assert_eq(tsim_gen_next(g, &rec, NULL), 0, "stays at the end");
+    tsim_gen_close(g);
+}
+
+Test(gen, same_parameters_same_records_other_seed_differs)
+{
+    tsim_gen_params p = small_params();
+    const size_t bytes = sizeof(int64_t) * (size_t)p.ep * (size_t)p.experts * (size_t)tsim_gen_record_count(&p);
+    int64_t *a = all_counts(&p);
+    int64_t *b = all_counts(&p);
+    cr_assert(memcmp(a, b, bytes) == 0, "two runs with the same parameters differ");
+    p.seed = 8;
+    int64_t *c = all_counts(&p);
+    cr_assert(memcmp(a, c, bytes) != 0, "seeds 7 and 8 gave the same trace");
+    /* Every record differs, not only the first. */
+    const size_t cells = (size_t)p.ep * (size_t)p.experts;
+    for (int64_t i = 0; i < tsim_gen_record_count(&p); i++)
+        cr_assert(memcmp(a + (size_t)i * cells, c + (size_t)i * cells, cells * sizeof *a) != 0,
+                  "record %lld is the same under both seeds", (long long)i);
+    free(a);
+    free(b);
+    free(c);
+}
+
+Test(gen, rewind_replays_the_same_records)
+{
+    tsim_gen_params p = small_params();
+    int64_t *first = all_counts(&p);
+    tsim_gen *g = open_gen(&p);
+    const tsim_record *rec;
+    while (tsim_gen_next(g, &rec, NULL) == 1)
+        ;
+    tsim_gen_rewind(g, 0.6);
+    while (tsim_gen_next(g, &rec, NULL) == 1)
+        ;
+    tsim_gen_rewind(g, p.hot_fraction);
+    const size_t cells = (size_t)p.ep * (size_t)p.experts;
+    int64_t i = 0;
+    while (tsim_gen_next(g, &rec, NULL) == 1) {
+        cr_assert(memcmp(rec->counts, first + (size_t)i * cells, cells * sizeof *first) == 0,
+                  "record %lld differs after rewinding", (long long)i);
+        i++;
+    }
+    tsim_gen_close(g);
+    free(first);
+}
+
+/* Every token adds k distinct experts: rows sum to T k, and no expert gets more
+ * than T tokens from one rank. */
+static void check_rows(const tsim_gen_params *p)
+{
+    tsim_gen *g = open_gen(p);
+    const tsim_record *rec;
+    while (tsim_gen_next(g, &rec, NULL) == 1) {
+        for (int r = 0; r < p->ep; r++) {
+            int64_t sum = 0;
+            for (int e = 0; e < p->experts; e++) {
+                int64_t c = tsim_count(rec, r, e);
+                cr_assert_geq(c, 0);
+                cr_assert_leq(c, p->tokens, "record %lld rank %d expert %d: %lld > T", (long long)rec->index, r, e,
+                              (long long)c);
+                sum += c;
+            }
+            cr_assert_eq(sum, (int64_t)p->tokens * p->topk, "record %lld rank %d sums to %lld",
+                         (long long)rec->index, r, (long long)sum);
+        }
+    }
+    tsim_gen_close(g);
+}
+
+Test(gen, rows_sum_to_tokens_times_topk)
+{
+    tsim_gen_params p = small_params();
+    double fractions[] = {0.0, 0.1, 0.55, 1.0};
+    for (int i = 0; i < 4; i++) {
+        p.hot_fraction = fractions[i];
+        check_rows(&p); /* hot set of 8 >= k = 4 */
+        p.topk = 10;    /* hot set of 8 < k */
+        check_rows(&p);
+        p.topk = 4;
+    }
+    p.concentration = 0.01; /* a few experts hold nearly all the mass */
+    p.hot_ranks = 2;
+    check_rows(&p);
+}
+
+/* With k = E a token must take every expert once: any repeated pick would
+ * leave some expert below T. Also under a very skewed popularity. */
+Test(gen, topk_picks_are_distinct)
+{
+    tsim_gen_params p = small_params();
+    p.experts = 8;
+    p.ep = 2;
+    p.topk = 8;
+    double conc[] = {200.0, 0.01};
+    double fractions[] = {0.0, 0.5};
+    for (int a = 0; a < 2; a++) {
+        for (int b = 0; b < 2; b++) {
+            p.concentration = conc[a];
+            p.hot_fraction = fractions[b];
+            tsim_gen *g = open_gen(&p);
+            const tsim_record *rec;
+            while (tsim_gen_next(g, &rec, NULL) == 1)
+                for (int r = 0; r < p.ep; r++)
+                    for (int e = 0; e < p.experts; e++)
+                        cr_assert_eq(tsim_count(rec, r, e), p.tokens, "c %g f %g: expert %d got %lld", conc[a],
+                                     fractions[b], e, (long long)tsim_count(rec, r, e));
+            tsim_gen_close(g);
+        }
+    }
+    /* k = E - 1: every token leaves out exactly one expert. */
+    p.topk = 7;
+    p.concentration = 0.05;
+    p.hot_fraction = 0.0;
+    check_rows(&p);
+}
+
+/* Fewer hot experts than k (like EP32: 4 per rank, top-8): with f = 1 every
+ * token takes all of them. */
+Test(gen, hot_tokens_take_every_hot_expert_when_fewer_than_k)
+{
+    tsim_gen_params p = small_params();
+    p.experts = 32;
+    p.ep = 16; /* 2 experts per rank */
+    p.topk = 4;
+    p.hot_fraction = 1.0;
+    tsim_gen *g = open_gen(&p);
+    const tsim_record *rec;
+    while (tsim_gen_next(g, &rec, NULL) == 1)
+        for (int r = 0; r < p.ep; r++)
+            for (int e = 0; e < 2; e++)
+                cr_assert_eq(tsim_count(rec, r, e), p.tokens);
+    tsim_gen_close(g);
+}
+
+static void rank_loads(const tsim_gen_params *p, int64_t *load /* [records * R] */)
+{
+    tsim_topology topo;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_topology_init(&topo, p->ep, p->experts, p->ranks_per_node, 0, NULL, &err), TSIM_OK);
+    tsim_gen *g = open_gen(p);
+    const tsim_record *rec;
+    while (tsim_gen_next(g, &rec, NULL) == 1)
+        tsim_native_loads(&topo, rec, load + (size_t)rec->index * (size_t)p->ep);
+    tsim_gen_close(g);
+    tsim_topology_free(&topo);
+}
+
+Test(gen, hotspot_raises_the_hot_ranks_load)
+{
+    tsim_gen_params p = small_params();
+    p.experts = 64;
+    p.ep = 8;
+    const int64_t n = tsim_gen_record_count(&p);
+    int64_t *cold = malloc(sizeof *cold * (size_t)(n * p.ep));
+    int64_t *hot = malloc(sizeof *hot * (size_t)(n * p.ep));
+    cr_assert(cold && hot);
+    p.hot_fraction = 0.0;
+    rank_loads(&p, cold);
+    p.hot_fraction = 0.2;
+    rank_loads(&p, hot);
+    /* 0.2 * 256 tokens of each of 8 ranks move to rank 0: it gains about
+     * 410 * 4 * (1 - 1/8) picks. */
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t *c = cold + i * p.ep, *h = hot + i * p.ep;
+        cr_assert_gt(h[0] - c[0], 1200, "record %lld: rank 0 went from %lld to %lld", (long long)i,
+                     (long long)c[0], (long long)h[0]);
+        for (int r = 1; r < p.ep; r++)
+            cr_assert_leq(h[r], c[r], "record %lld: cold rank %d gained load", (long long)i, r);
+    }
+    /* Spread over two ranks, both gain and share the hotspot. */
+    p.hot_ranks = 2;
+    rank_loads(&p, hot);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t *c = cold + i * p.ep, *h = hot + i * p.ep;
+        cr_assert_gt(h[0] - c[0], 400);
+        cr_assert_gt(h[1] - c[1], 400);
+        for (int r = 2; r < p.ep; r++)
+            cr_assert_leq(h[r], c[r]);
+    }
+    free(cold);
+    free(hot);
+}
+
+/* One more hot token moves exactly one token of one source rank (H mod R):
+ * the property that makes the mean imbalance nearly continuous in f. */
+Test(gen, one_more_hot_token_changes_one_token)
+{
+    tsim_gen_params p = small_params();
+    const int64_t n_tokens = (int64_t)p.tokens * p.ep;
+    const int64_t hs[] = {0, 13, 401, n_tokens - 1};
+    const size_t cells = (size_t)p.ep * (size_t)p.experts;
+    for (int t = 0; t < 4; t++) {
+        int64_t h = hs[t];
+        p.hot_fraction = (double)h / (double)n_tokens;
+        cr_assert_eq(tsim_gen_hot_tokens(&p), h);
+        int64_t *a = all_counts(&p);
+        p.hot_fraction = (double)(h + 1) / (double)n_tokens;
+        int64_t *b = all_counts(&p);
+        const int moved_rank = (int)(h % p.ep);
+        for (int64_t i = 0; i < tsim_gen_record_count(&p); i++) {
+            int64_t diff = 0;
+            for (int r = 0; r < p.ep; r++)
+                for (int e = 0; e < p.experts; e++) {
+                    size_t at = (size_t)i * cells + (size_t)r * (size_t)p.experts + (size_t)e;
+                    int64_t d = llabs(a[at] - b[at]);
+                    if (r != moved_rank)
+                        cr_assert_eq(d, 0, "H %lld -> %lld changed rank %d", (long long)h, (long long)h + 1, r);
+                    diff += d;
+                }
+            cr_assert_leq(diff, 2 * p.topk, "H %lld -> %lld moved %lld picks", (long long)h, (long long)h + 1,
+                          (long long)diff);
+        }
+        free(a);
+        free(b);
+    }
+}
+
+Test(gen, hot_tokens_round_f_times_all_tokens)
+{
+    tsim_gen_params p = small_params(); /* 4 x 256 = 1024 tokens per record */
+    p.hot_fraction = 0.0;
+    cr_assert_eq(tsim_gen_hot_tokens(&p), 0);
+    p.hot_fraction = 0.1;
+    cr_assert_eq(tsim_gen_hot_tokens(&p), 102);
+    p.hot_fraction = 1.0;
+    cr_assert_eq(tsim_gen_hot_tokens(&p), 1024);
+}
+
+/* Popularity per layer is Dirichlet(c): a smaller c gives a more uneven base
+ * routing and a higher base imbalance. */
+Test(gen, concentration_controls_the_base_imbalance)
+{
+    tsim_gen_params p = small_params();
+    p.hot_fraction = 0.0;
+    p.tokens = 2048;
+    tsim_error err = {0};
+    double flat, skewed;
+    p.concentration = 1e6;
+    cr_assert_eq(tsim_gen_mean_imbalance(&p, &flat, NULL, NULL, &err), TSIM_OK);
+    p.concentration = 2.0;
+    cr_assert_eq(tsim_gen_mean_imbalance(&p, &skewed, NULL, NULL, &err), TSIM_OK);
+    cr_assert_lt(flat, 0.03, "near-uniform routing gave %.3f", flat);
+    cr_assert_gt(skewed, 2.0 * flat + 0.05, "c = 2 gave %.3f, c = 1e6 %.3f", skewed, flat);
+}
+
+/* Squared coefficient of variation of the expert totals of one record. */
+static double cv2(const tsim_record *rec)
+{
+    const int E = rec->experts;
+    int64_t *tpe = malloc(sizeof *tpe * (size_t)E);
+    cr_assert_not_null(tpe);
+    tsim_record_expert_totals(rec, tpe);
+    double mean = 0.0, var = 0.0;
+    for (int e = 0; e < E; e++)
+        mean += (double)tpe[e];
+    mean /= E;
+    for (int e = 0; e < E; e++)
+        var += ((double)tpe[e] - mean) * ((double)tpe[e] - mean);
+    free(tpe);
+    return var / E / (mean * mean);
+}
+
+/* The drift keeps the popularity Dirichlet(c) at every microbatch: the spread
+ * of the expert totals late in the trace matches the first microbatch (a
+ * convex mix with fresh draws would shrink it to about a third at drift 0.5),
+ * while drift 0 freezes the popularity and drift 1 forgets it. */
+Test(gen, drift_keeps_the_spread_and_moves_the_popularity)
+{
+    tsim_gen_params p;
+    tsim_gen_params_default(&p);
+    p.experts = 64;
+    p.ep = 1;
+    p.topk = 1;
+    p.tokens = 20000;
+    p.layers = 8;
+    p.microbatches = 12;
+    p.concentration = 2.0;
+    p.drift = 0.5;
+    tsim_gen *g = open_gen(&p);
+    const tsim_record *rec;
+    double early = 0.0, late = 0.0;
+    while (tsim_gen_next(g, &rec, NULL) == 1) {
+        if (rec->microbatch == 0)
+            early += cv2(rec);
+        if (rec->microbatch == p.microbatches - 1)
+            late += cv2(rec);
+    }
+    tsim_gen_close(g);
+    cr_assert_gt(late / early, 0.6, "spread fell from %.3f to %.3f", early / 8, late / 8);
+    cr_assert_lt(late / early, 1.6, "spread rose from %.3f to %.3f", early / 8, late / 8);
+
+    /* Correlation of layer 0's expert totals between the first and the last
+     * microbatch. */
+    double drifts[] = {0.0, 1.0};
+    double corr[2];
+    p.layers = 1;
+    for (int d = 0; d < 2; d++) {
+        p.drift = drifts[d];
+        int64_t first[64], last[64];
+        g = open_gen(&p);
+        while (tsim_gen_next(g, &rec, NULL) == 1) {
+            if (rec->microbatch == 0)
+                tsim_record_expert_totals(rec, first);
+            tsim_record_expert_totals(rec, last);
+        }
+        tsim_gen_close(g);
+        double ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
+        for (int e = 0; e < 64; e++) {
+            ma += (double)first[e] / 64;
+            mb += (double)last[e] / 64;
+        }
+        for (int e = 0; e < 64; e++) {
+            sab += ((double)first[e] - ma) * ((double)last[e] - mb);
+            saa += ((double)first[e] - ma) * ((double)first[e] - ma);
+            sbb += ((double)last[e] - mb) * ((double)last[e] - mb);
+        }
+        corr[d] = sab / sqrt(saa * sbb);
+    }
+    cr_assert_gt(corr[0], 0.95, "drift 0: correlation %.3f", corr[0]);
+    cr_assert_lt(corr[1], 0.6, "drift 1: correlation %.3f", corr[1]);
+}
+
+static tsim_gen_params calib_params(void)
+{
+    tsim_gen_params p;
+    tsim_gen_params_default(&p);
+    p.experts = 64;
+    p.ep = 8;
+    p.topk = 4;
+    p.tokens = 512;
+    p.microbatches = 4;
+    p.layers = 2;
+    p.seed = 3;
+    return p;
+}
+
+Test(gen, calibration_meets_the_target_on_the_full_trace)
+{
+    tsim_gen_params p = calib_params();
+    const double targets[] = {0.15, 0.3, 0.6, 1.5};
+    for (int i = 0; i < 4; i++) {
+        tsim_gen_calibration cal;
+        tsim_error err = {0};
+        int rc = tsim_gen_calibrate(&p, targets[i], &cal, NULL, NULL, &err);
+        cr_assert_eq(rc, TSIM_OK, "target %.2f: %s", targets[i], err.msg);
+        cr_assert_leq(fabs(cal.achieved - targets[i]), TSIM_GEN_TOLERANCE, "target %.3f achieved %.4f",
+                      targets[i], cal.achieved);
+        cr_assert_gt(cal.hot_fraction, 0.0);
+        cr_assert_lt(cal.base, targets[i]);
+        cr_assert_eq(tsim_gen_hot_tokens(&(tsim_gen_params){.tokens = p.tokens, .ep = p.ep,
+                                                              .hot_fraction = cal.hot_fraction}),
+                     cal.hot_tokens);
+        /* Regenerating with the calibrated f gives exactly the same mean. */
+        tsim_gen_params q = p;
+        q.hot_fraction = cal.hot_fraction;
+        double mean;
+        cr_assert_eq(tsim_gen_mean_imbalance(&q, &mean, NULL, NULL, &err), TSIM_OK);
+        cr_assert(mean == cal.achieved, "regenerated mean %.17g, calibrated %.17g", mean, cal.achieved);
+        /* And again, bit for bit. */
+        tsim_gen_calibration again;
+        cr_assert_eq(tsim_gen_calibrate(&p, targets[i], &again, NULL, NULL, &err), TSIM_OK);
+        cr_assert_eq(again.hot_tokens, cal.hot_tokens);
+        cr_assert_eq(again.trials, cal.trials);
+    }
+}
+
+Test(gen, calibration_with_fewer_hot_experts_than_k_and_two_hot_ranks)
+{
+    tsim_gen_params p = calib_params();
+    p.ep = 32; /* 2 experts per rank, k = 4 */
+    p.tokens = 256;
+    tsim_gen_calibration cal;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_calibrate(&p, 0.5, &cal, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
+    cr_assert_leq(fabs(cal.achieved - 0.5), TSIM_GEN_TOLERANCE);
+    p.ep = 8;
+    p.hot_ranks = 2;
+    cr_assert_eq(tsim_gen_calibrate(&p, 0.4, &cal, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
+    cr_assert_leq(fabs(cal.achieved - 0.4), TSIM_GEN_TOLERANCE);
+}
+
+static void count_progress(void *ctx, int trial, int64_t done, int64_t total)
+{
+    int *calls = ctx;
+    cr_assert_gt(trial, 0);
+    cr_assert_geq(done, 1);
+    cr_assert_leq(done, total);
+    (*calls)++;
+}
+
+Test(gen, calibration_reports_progress)
+{
+    tsim_gen_params p = calib_params();
+    tsim_gen_calibration cal;
+    tsim_error err = {0};
+    int calls = 0;
+    cr_assert_eq(tsim_gen_calibrate(&p, 0.3, &cal, count_progress, &calls, &err), TSIM_OK);
+    cr_assert_eq(calls, cal.trials * tsim_gen_record_count(&p));
+}
+
+Test(gen, target_below_the_base_routing_fails)
+{
+    tsim_gen_params p = calib_params();
+    p.concentration = 5.0; /* uneven base routing */
+    double base;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_mean_imbalance(&p, &base, NULL, NULL, &err), TSIM_OK);
+    cr_assert_gt(base, 0.05);
+    tsim_gen_calibration cal;
+    int rc = tsim_gen_calibrate(&p, base - 0.02, &cal, NULL, NULL, &err);
+    cr_assert_eq(rc, TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "below") && strstr(err.msg, "base routing"), "%s", err.msg);
+    /* Within the tolerance of the base, f = 0 is the answer. */
+    cr_assert_eq(tsim_gen_calibrate(&p, base - 0.004, &cal, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(cal.hot_tokens, 0);
+}
+
+Test(gen, target_above_every_token_hot_fails)
+{
+    tsim_gen_params p = calib_params();
+    p.ep = 4;
+    p.experts = 16;
+    /* With every token on rank 0 the imbalance is R - 1 = 3. */
+    tsim_gen_calibration cal;
+    tsim_error err = {0};
+    int rc = tsim_gen_calibrate(&p, 3.2, &cal, NULL, NULL, &err);
+    cr_assert_eq(rc, TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "above"), "%s", err.msg);
+    cr_assert_eq(tsim_gen_calibrate(&p, 2.9, &cal, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
+}
+
+static void expect_invalid(tsim_gen_params p, const char *word)
+{
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_params_check(&p, &err), TSIM_E_INPUT, "expected a complaint about %s", word);
+    cr_assert(strstr(err.msg, word), "message '%s' does not name %s", err.msg, word);
+    tsim_gen *g = NULL;
+    cr_assert_eq(tsim_gen_open(&g, &p, &err), TSIM_E_INPUT);
+    cr_assert_null(g);
+}
+
+Test(gen, invalid_parameters_are_rejected)
+{
+    tsim_gen_params p = small_params();
+    tsim_gen_params q;
+    q = p, q.experts = 0, expect_invalid(q, "--experts");
+    q = p, q.experts = 30, expect_invalid(q, "divisible");
+    q = p, q.ep = 0, expect_invalid(q, "--ep");
+    q = p, q.ep = 5000, expect_invalid(q, "--ep");
+    q = p, q.ranks_per_node = 0, expect_invalid(q, "--rpn");
+    q = p, q.topk = 0, expect_invalid(q, "--topk");
+    q = p, q.topk = 33, expect_invalid(q, "--topk");
+    q = p, q.tokens = 0, expect_invalid(q, "--tokens");
+    q = p, q.microbatches = 0, expect_invalid(q, "--microbatches");
+    q = p, q.layers = 0, expect_invalid(q, "--layers");
+    q = p, q.microbatches = 100000, q.layers = 1000, expect_invalid(q, "records");
+    q = p, q.concentration = 0.0, expect_invalid(q, "--concentration");
+    q = p, q.concentration = NAN, expect_invalid(q, "--concentration");
+    q = p, q.drift = 1.5, expect_invalid(q, "--drift");
+    q = p, q.hot_ranks = 0, expect_invalid(q, "--hot-ranks");
+    q = p, q.hot_ranks = 5, expect_invalid(q, "--hot-ranks");
+    q = p, q.hot_fraction = -0.1, expect_invalid(q, "--hot-fraction");
+    q = p, q.hot_fraction = 1.1, expect_invalid(q, "--hot-fraction");
+    q = p, q.seed = TSIM_GEN_MAX_SEED + 1, expect_invalid(q, "--seed");
+    q = p, q.experts = 65536 * 2, expect_invalid(q, "--experts");
+    q = p, q.experts = 65536, q.ep = 4096, expect_invalid(q, "counts a record");
+
+    tsim_gen_calibration cal;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_calibrate(&p, -0.1, &cal, NULL, NULL, &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_gen_calibrate(&p, NAN, &cal, NULL, NULL, &err), TSIM_E_INPUT);
+    q = p, q.topk = 0;
+    cr_assert_eq(tsim_gen_calibrate(&q, 0.3, &cal, NULL, NULL, &err), TSIM_E_INPUT);
+}
+
+Test(gen, meta_records_the_generator_and_every_parameter)
+{
+    tsim_gen_params p = small_params();
+    tsim_gen_calibration cal = {.target = 0.3, .hot_fraction = 0.1, .hot_tokens = 102, .achieved = 0.301,
+                                .base = 0.05, .trials = 4};
+    cJSON *meta = tsim_gen_meta(&p, &cal, 0.301);
+    cr_assert_not_null(meta);
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(meta, "source")), "synthetic");
+    cJSON *gen = cJSON_GetObjectItem(meta, "generator");
+    cr_assert(cJSON_IsObject(gen));
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(gen, "name")), TSIM_GEN_NAME);
+    const char *keys[] = {"version", "seed", "experts", "ep", "ranks_per_node", "topk", "tokens", "microbatches",
+                          "layers", "concentration", "drift", "hot_ranks", "hot_fraction",
+                          "hot_tokens_per_record", "imbalance_achieved", "imbalance_target", "imbalance_base",
+                          "calibration_trials"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        cr_assert(cJSON_IsNumber(cJSON_GetObjectItem(gen, keys[i])), "meta.generator lacks %s", keys[i]);
+    cr_assert_float_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(gen, "seed")), 7.0, 0);
+    cr_assert_float_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(gen, "hot_tokens_per_record")), 102.0, 0);
+    cr_assert_float_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(gen, "imbalance_target")), 0.3, 0);
+    cJSON_Delete(meta);
+    /* Without a calibration, no target. */
+    meta = tsim_gen_meta(&p, NULL, 0.2);
+    cr_assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "generator"), "imbalance_target"));
+    cJSON_Delete(meta);
+}

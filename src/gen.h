@@ -1,0 +1,112 @@
+/* Synthetic routing traces (experiments.md, "Synthetic traces"): a base
+ * routing drawn from a drifting symmetric Dirichlet popularity per layer, and
+ * the authors' hotspot injection (the first share f of every rank's tokens goes
+ * to the hot ranks' experts). The generator produces one record at a time, so
+ * memory stays flat however long the trace is, and the calibration finds f for
+ * a target mean initial imbalance. GSL mt19937 random numbers: the same
+ * parameters give the same records, bit for bit. The library never prints. */
+#ifndef TSIM_GEN_H
+#define TSIM_GEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "record.h"
+
+struct cJSON;
+
+/* Version of the generating algorithm, recorded in every trace's meta: it
+ * changes whenever the same parameters would give different records. */
+#define TSIM_GEN_NAME "taotsim gen"
+#define TSIM_GEN_VERSION 1
+
+/* Limits checked by tsim_gen_params_check (beyond those of topology.h). */
+#define TSIM_GEN_MAX_TOKENS (1 << 24)      /* per source rank and record */
+#define TSIM_GEN_MAX_RECORDS 10000000      /* microbatches x layers */
+#define TSIM_GEN_MAX_CELLS (1 << 24)       /* ep x experts: one record's matrix */
+#define TSIM_GEN_MAX_SEED ((UINT64_C(1) << 53) - 1) /* exact in the JSON meta */
+
+typedef struct {
+    int experts;          /* E (default 128) */
+    int ep;               /* R source and home ranks (16); R divides E */
+    int ranks_per_node;   /* rpn (8): only recorded in the header */
+    int topk;             /* k distinct experts per token (8) */
+    int tokens;           /* T tokens per source rank per record (4096) */
+    int microbatches;     /* N (32) */
+    int layers;           /* L (4) */
+    double concentration; /* c: every Dirichlet parameter alpha_e = c (200) */
+    double drift;         /* delta in [0, 1]: popularity drift per microbatch (0.05), see gen.c */
+    int hot_ranks;        /* hotspot spread over ranks 0..hot_ranks-1 (1) */
+    double hot_fraction;  /* f in [0, 1]: share of every rank's tokens sent to the hot ranks (0) */
+    uint64_t seed;        /* seeds every GSL mt19937 stream (1); at most TSIM_GEN_MAX_SEED */
+} tsim_gen_params;
+
+/* The defaults of cli.md (f = 0). */
+void tsim_gen_params_default(tsim_gen_params *p);
+
+/* Every parameter in range: TSIM_E_INPUT with a message naming the option. */
+int tsim_gen_params_check(const tsim_gen_params *p, tsim_error *err);
+
+/* Records in the trace: microbatches x layers (microbatch-major). */
+int64_t tsim_gen_record_count(const tsim_gen_params *p);
+
+/* Hot tokens per record, summed over source ranks: round(f * T * R). Source
+ * rank r sends floor(H / R) of them, plus one more when r < H mod R. */
+int64_t tsim_gen_hot_tokens(const tsim_gen_params *p);
+
+typedef struct tsim_gen tsim_gen;
+
+/* A generator for the parameters (checked). */
+int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err);
+
+/* The next record, in a buffer the generator owns (valid until the next call
+ * or tsim_gen_close), with microbatch, layer and index set. Returns 1 with
+ * *rec set, 0 after the last record. *imbalance (may be NULL) receives the
+ * record's initial imbalance rho_before (model.md). */
+int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance);
+
+/* Back to the first record with another hot share f (in [0, 1]); everything
+ * else stays, so the records differ only in their hot tokens. */
+void tsim_gen_rewind(tsim_gen *g, double hot_fraction);
+
+void tsim_gen_close(tsim_gen *g);
+
+/* Progress of long work: done out of total records (total > 0) of a pass over
+ * the trace; trial is the calibration trial (from 1), 0 outside calibration. */
+typedef void (*tsim_gen_progress_fn)(void *ctx, int trial, int64_t done, int64_t total);
+
+/* Mean initial imbalance over the whole trace for p (p->hot_fraction). */
+int tsim_gen_mean_imbalance(const tsim_gen_params *p, double *mean, tsim_gen_progress_fn progress, void *ctx,
+                            tsim_error *err);
+
+/* Accepted distance between the target and the achieved mean imbalance. */
+#define TSIM_GEN_TOLERANCE 0.005
+/* The search stops early once it is this close. */
+#define TSIM_GEN_AIM 0.001
+
+typedef struct {
+    double target;        /* X */
+    double hot_fraction;  /* f = H / (T * R) */
+    int64_t hot_tokens;   /* H per record */
+    double achieved;      /* mean initial imbalance of the trace made with f */
+    double base;          /* mean initial imbalance with f = 0 */
+    int trials;           /* full-trace evaluations made */
+} tsim_gen_calibration;
+
+/* Finds f so that the mean initial imbalance over the full trace is within
+ * TSIM_GEN_TOLERANCE of target (p->hot_fraction is ignored). Every trial
+ * replays the same random streams, so the mean is a deterministic function of
+ * f and the bracketing search converges. TSIM_E_INPUT when the target is below
+ * what the base routing gives (f = 0), above what f = 1 gives, or between two
+ * adjacent hot-token counts too far apart (too few tokens). */
+int tsim_gen_calibrate(const tsim_gen_params *p, double target, tsim_gen_calibration *out,
+                       tsim_gen_progress_fn progress, void *ctx, tsim_error *err);
+
+/* The trace's meta object: {"source": "synthetic", "generator": {name,
+ * version, every parameter, f, and the calibration when cal is not NULL}}.
+ * achieved is the mean initial imbalance of the records written. NULL when out
+ * of memory. */
+struct cJSON *tsim_gen_meta(const tsim_gen_params *p, const tsim_gen_calibration *cal, double achieved);
+
+#endif
