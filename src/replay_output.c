@@ -17,7 +17,7 @@ cJSON *tsim_planner_result_json(const tsim_session *s, int i)
     cJSON_DeleteItemFromObjectCaseSensitive(opts, "slots");
     cJSON_DeleteItemFromObjectCaseSensitive(opts, "ranks_per_node");
     cJSON_AddItemToObject(j, "options", opts);
-    cJSON_AddNumberToObject(j, "records", (double)res->records);
+    cJSON_AddNumberToObject(j, "record_count", (double)res->records);
     cJSON *metrics = cJSON_AddObjectToObject(j, "metrics");
     for (int m = 0; m < TSIM_M_COUNT; m++) {
         if (!tsim_session_metric_on(s, m))

@@ -72,6 +72,41 @@ void tsim_table_free(tsim_table *t)
     memset(t, 0, sizeof *t);
 }
 
+/* A cell that holds a number (or a placeholder for one): "12.5", "-3", "+0.4",
+ * "10%", "1.2 ± 0.3", "-", "n/a". */
+static bool looks_numeric(const char *s)
+{
+    if (strcmp(s, "-") == 0 || strcmp(s, "n/a") == 0 || *s == '\0')
+        return true;
+    if (*s == '+' || *s == '-')
+        s++;
+    return *s >= '0' && *s <= '9';
+}
+
+/* Display width: UTF-8 code points (λ, ±, Δ are two bytes, one column). */
+static size_t display_width(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            n++;
+    return n;
+}
+
+static void print_padded(FILE *out, const char *s, size_t width, bool right)
+{
+    size_t w = display_width(s), pad = w < width ? width - w : 0;
+    fputc(' ', out);
+    if (right)
+        for (size_t i = 0; i < pad; i++)
+            fputc(' ', out);
+    fputs(s, out);
+    if (!right)
+        for (size_t i = 0; i < pad; i++)
+            fputc(' ', out);
+    fputs(" |", out);
+}
+
 static void print_csv_cell(FILE *out, const char *s)
 {
     if (strpbrk(s, ",\"\n")) {
@@ -108,31 +143,37 @@ void tsim_table_print(const tsim_table *t, FILE *out, tsim_format fmt)
     size_t width[64] = {0};
     int ncols = t->ncols < 64 ? t->ncols : 64;
     for (int c = 0; c < ncols; c++) {
-        width[c] = strlen(t->headers[c]);
+        width[c] = display_width(t->headers[c]);
         if (width[c] < 3)
             width[c] = 3;
         for (int r = 0; r < t->nrows; r++) {
-            size_t w = strlen(t->cells[(size_t)r * (size_t)t->ncols + (size_t)c]);
+            size_t w = display_width(t->cells[(size_t)r * (size_t)t->ncols + (size_t)c]);
             if (w > width[c])
                 width[c] = w;
         }
     }
-    /* First column left-aligned (labels), the rest right-aligned (numbers). */
+    /* Numbers right-aligned, text left-aligned. */
+    bool numeric[64];
+    for (int c = 0; c < ncols; c++) {
+        numeric[c] = true;
+        for (int r = 0; r < t->nrows && numeric[c]; r++)
+            numeric[c] = looks_numeric(t->cells[(size_t)r * (size_t)t->ncols + (size_t)c]);
+    }
     fputc('|', out);
     for (int c = 0; c < ncols; c++)
-        fprintf(out, c ? " %*s |" : " %-*s |", (int)width[c], t->headers[c]);
+        print_padded(out, t->headers[c], width[c], numeric[c]);
     fputs("\n|", out);
     for (int c = 0; c < ncols; c++) {
-        fputc(c ? '-' : ':', out);
+        fputc(numeric[c] ? '-' : ':', out);
         for (size_t i = 0; i < width[c]; i++)
             fputc('-', out);
-        fputs(c ? ":|" : "-|", out);
+        fputs(numeric[c] ? ":|" : "-|", out);
     }
     fputc('\n', out);
     for (int r = 0; r < t->nrows; r++) {
         fputc('|', out);
         for (int c = 0; c < ncols; c++)
-            fprintf(out, c ? " %*s |" : " %-*s |", (int)width[c], t->cells[(size_t)r * (size_t)t->ncols + (size_t)c]);
+            print_padded(out, t->cells[(size_t)r * (size_t)t->ncols + (size_t)c], width[c], numeric[c]);
         fputc('\n', out);
     }
 }

@@ -33,6 +33,22 @@ static void signed_num(char *buf, double v, int dec)
     snprintf(buf, CELL, "%s%s", (v > 0 && strspn(t, "0.") != strlen(t)) ? "+" : "", t);
 }
 
+/* When A is cheaper than B, in words, for physical lambda (>= 1: across nodes
+ * never costs less than within). */
+static void cheaper_when(char *buf, const cJSON *lambda_star, const char *when)
+{
+    if (!cJSON_IsNumber(lambda_star)) {
+        snprintf(buf, CELL, "%s", when);
+        return;
+    }
+    double ls = lambda_star->valuedouble;
+    bool below = strchr(when, '<') != NULL;
+    if (ls <= 1.0)
+        snprintf(buf, CELL, "%s", below ? "never (λ ≥ 1)" : "always (λ ≥ 1)");
+    else
+        snprintf(buf, CELL, "λ %s %.2f", below ? "<" : ">", ls);
+}
+
 static int add_row(tsim_table *t, char (*c)[CELL], int n)
 {
     const char *cells[32];
@@ -154,13 +170,7 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
                 num(c[3], ls->valuedouble, 2);
             else
                 snprintf(c[3], CELL, "none");
-            const char *when = cJSON_GetObjectItem(j, "a_cheaper_when")->valuestring;
-            if (cJSON_IsNumber(ls) && strchr(when, '<'))
-                snprintf(c[4], CELL, "λ < %.2f", ls->valuedouble);
-            else if (cJSON_IsNumber(ls))
-                snprintf(c[4], CELL, "λ > %.2f", ls->valuedouble);
-            else
-                snprintf(c[4], CELL, "%s", when);
+            cheaper_when(c[4], ls, cJSON_GetObjectItem(j, "a_cheaper_when")->valuestring);
             const cJSON *pl = cJSON_GetObjectItem(j, "paper_lambda_star");
             if (cJSON_IsNumber(pl))
                 num(c[5], pl->valuedouble, 2);
@@ -295,14 +305,11 @@ static int print_sweep(FILE *out, const tsim_study *s)
             snprintf(c[1], CELL, "%s", cJSON_GetObjectItem(j, "a")->valuestring);
             snprintf(c[2], CELL, "%s", cJSON_GetObjectItem(j, "b")->valuestring);
             const cJSON *ls = cJSON_GetObjectItem(j, "lambda_star");
-            const char *when = cJSON_GetObjectItem(j, "a_cheaper_when")->valuestring;
-            if (cJSON_IsNumber(ls)) {
+            if (cJSON_IsNumber(ls))
                 num(c[3], ls->valuedouble, 2);
-                snprintf(c[4], CELL, "λ %c %.2f", strchr(when, '<') ? '<' : '>', ls->valuedouble);
-            } else {
+            else
                 snprintf(c[3], CELL, "none");
-                snprintf(c[4], CELL, "%s", when);
-            }
+            cheaper_when(c[4], ls, cJSON_GetObjectItem(j, "a_cheaper_when")->valuestring);
             add_row(&t, c, 5);
         }
         fprintf(out, "\n## Break-even λ* per planner pair\n\n");

@@ -1,0 +1,126 @@
+/* taotsim plot RESULT.json: gnuplot figures from a result file. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "plot.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: taotsim plot RESULT.json [-o DIR] [--format png|svg|both|none]\n"
+            "\n"
+            "Draws the figures of a result file: the JSON that replay (with --per-record),\n"
+            "table1, ablation, sweep and scaling print with --format json ('-' reads it\n"
+            "from standard input). Writes into DIR, for each figure, the data (NAME.dat),\n"
+            "a gnuplot script (NAME.gp, from the templates in plots/) and the image that\n"
+            "gnuplot renders from it (NAME.png, NAME.svg). Prints the files written.\n"
+            "\n"
+            "Options:\n"
+            "  -o, --output DIR  output directory, created if missing (default: the result\n"
+            "                    file's path without .json plus '-plots', e.g.\n"
+            "                    out/table1.json -> out/table1-plots; ./taotsim-plots for '-')\n"
+            "  --format F        png, svg, both, or none: data and scripts only (default: png)\n"
+            "  -h, --help        this help\n"
+            "\n"
+            "Figures: replay (imbalance per record), table1_weighted and table1_residual,\n"
+            "ablation, sweep_lpX (one per lambda_plan X), scaling_AXIS_residual and\n"
+            "scaling_AXIS_weighted (one pair per axis).\n"
+            "\n"
+            "Without gnuplot the data files and scripts are still written, a note on stderr\n"
+            "says how to render them, and the exit status is 0. To render a figure by hand:\n"
+            "  cd DIR && gnuplot NAME.gp                     (writes NAME.png)\n"
+            "  cd DIR && gnuplot -e 'fmt=\"svg\"' NAME.gp      (writes NAME.svg)\n"
+            "\n"
+            "Environment: TAOTSIM_GNUPLOT (the gnuplot to run, default gnuplot on PATH),\n"
+            "TAOTSIM_PLOTS_DIR (the templates, default the source tree's plots/).\n"
+            "Exit status: 0 success, 2 usage or input error, 3 internal error.\n");
+}
+
+/* out/table1.json -> out/table1-plots; "-" -> taotsim-plots. */
+static char *default_outdir(const char *result)
+{
+    if (strcmp(result, "-") == 0)
+        return strdup("taotsim-plots");
+    size_t n = strlen(result);
+    if (n > 5 && strcmp(result + n - 5, ".json") == 0)
+        n -= 5;
+    char *dir = malloc(n + 7);
+    if (dir) {
+        memcpy(dir, result, n);
+        memcpy(dir + n, "-plots", 7);
+    }
+    return dir;
+}
+
+int tsim_cmd_plot(int argc, char **argv)
+{
+    const char *cmd = "plot";
+    const char *result = NULL, *outdir = NULL;
+    int formats = TSIM_PLOT_PNG;
+    tsim_error err = {0};
+    tsim_argiter it = {argc, argv, 1};
+    const char *name, *inline_value;
+    int kind;
+    while ((kind = tsim_arg_next(&it, &name, &inline_value)) != TSIM_ARG_END) {
+        if (kind == TSIM_ARG_POSITIONAL) {
+            if (result)
+                return tsim_cli_usage_error(cmd, "one result file only, got '%s' and '%s'", result, name);
+            result = name;
+            continue;
+        }
+        if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(name, "o") == 0 || strcmp(name, "output") == 0) {
+            outdir = tsim_arg_value(&it, inline_value);
+            if (!outdir || !outdir[0])
+                return tsim_cli_usage_error(cmd, "-o needs a directory");
+        } else if (strcmp(name, "format") == 0) {
+            const char *v = tsim_arg_value(&it, inline_value);
+            if (!v)
+                return tsim_cli_usage_error(cmd, "--format needs a value (png, svg, both or none)");
+            if (tsim_plot_formats_parse(v, &formats, &err))
+                return tsim_cli_usage_error(cmd, "%s", err.msg);
+        } else if (strcmp(name, "") == 0 && !inline_value) {
+            /* A lone "-" is stdin; tsim_arg_next gives it as a positional. */
+            return tsim_cli_usage_error(cmd, "unknown option '--'");
+        } else {
+            return tsim_cli_usage_error(cmd, "unknown option '%s'", argv[it.i - 1]);
+        }
+    }
+    if (!result)
+        return tsim_cli_usage_error(cmd, "no result file given");
+
+    cJSON *root = NULL;
+    if (tsim_plot_read_json(result, &root, &err))
+        return tsim_cli_fail(cmd, &err);
+    char *own_dir = NULL;
+    if (!outdir) {
+        own_dir = default_outdir(result);
+        if (!own_dir) {
+            cJSON_Delete(root);
+            tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+            return tsim_cli_fail(cmd, &err);
+        }
+        outdir = own_dir;
+    }
+    tsim_plot_files files;
+    const char *source = strcmp(result, "-") == 0 ? "standard input" : result;
+    int rc = tsim_plot_write_named(root, source, outdir, formats, stderr, &files, &err);
+    cJSON_Delete(root);
+    /* What was written is listed even when a later step failed. */
+    for (size_t i = 0; i < files.n; i++)
+        printf("%s\n", files.paths[i]);
+    tsim_plot_files_free(&files);
+    free(own_dir);
+    if (fflush(stdout) != 0 && !rc)
+        rc = tsim_error_set(&err, TSIM_E_INPUT, "error writing to standard output");
+    if (rc)
+        return tsim_cli_fail(cmd, &err);
+    return 0;
+}

@@ -1,0 +1,639 @@
+/* taotsim plot: the data files of every study, exactly; the scripts' generated
+ * variables; rendering through gnuplot (when installed); a missing gnuplot;
+ * malformed results, which must write nothing. */
+#include <criterion/criterion.h>
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plot.h"
+
+static const char *source_root(void)
+{
+    const char *root = getenv("TSIM_SOURCE_ROOT");
+    cr_assert(root && root[0], "TSIM_SOURCE_ROOT is not set (run through meson test)");
+    return root;
+}
+
+static cJSON *load(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/data/plot/%s", source_root(), name);
+    cJSON *root = NULL;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_read_json(path, &root, &err), TSIM_OK, "%s", err.msg);
+    return root;
+}
+
+static void make_tmpdir(char *dir, size_t size)
+{
+    snprintf(dir, size, "/tmp/tsim_plot_test.XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+}
+
+/* Removes a flat directory of files (what a plot call writes). */
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        unlink(path);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static char *slurp(const char *path, size_t *len_out)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)len + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+    buf[len] = '\0';
+    fclose(f);
+    if (len_out)
+        *len_out = (size_t)len;
+    return buf;
+}
+
+static void expect_file(const char *dir, const char *name, const char *want)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *got = slurp(path, NULL);
+    cr_assert_str_eq(got, want, "%s differs", name);
+    free(got);
+}
+
+static bool file_contains(const char *dir, const char *name, const char *needle)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *got = slurp(path, NULL);
+    bool found = strstr(got, needle) != NULL;
+    free(got);
+    return found;
+}
+
+static bool exists(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The number of entries in dir, "." and ".." aside. */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* Writes data and scripts only (no gnuplot) and checks the list of files. */
+static void write_data(const char *json, const char *dir, const char *const *want_files, size_t n_want)
+{
+    cJSON *root = load(json);
+    tsim_plot_files files;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, &files, &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(files.n, n_want, "%s: %zu files written, expected %zu", json, files.n, n_want);
+    for (size_t i = 0; i < n_want; i++) {
+        char want[4096];
+        snprintf(want, sizeof want, "%s/%s", dir, want_files[i]);
+        cr_assert_str_eq(files.paths[i], want);
+    }
+    cr_assert(!files.rendered);
+    cr_assert_eq(count_entries(dir), (int)n_want, "temporary files left behind");
+    tsim_plot_files_free(&files);
+    cJSON_Delete(root);
+}
+
+Test(plot, replay_data)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    static const char *const files[] = {"replay.dat", "replay.gp"};
+    write_data("replay.json", dir, files, 2);
+    expect_file(dir, "replay.dat",
+                "# taotsim plot: replay: imbalance per record, % ((max load - mean) / mean)\n"
+                "# record rho_before taot:rho_after echo:rho_after\n"
+                "0 30 1 5\n"
+                "1 50 2 4\n"
+                "2 25 0 12.5\n");
+    cr_assert(file_contains(dir, "replay.gp",
+                            "FIGURE = \"replay\"\nDATA = \"replay.dat\"\nTITLE = \"Imbalance per record, before and "
+                            "after planning (3 records)\"\nPLANNERS = \"taot echo\"\nNP = 2\n"));
+    cr_assert(file_contains(dir, "replay.gp", "# Result of: taotsim replay traces/t.json --per-record --format json\n"));
+    /* The terminal settings and the template follow the variables. */
+    cr_assert(file_contains(dir, "replay.gp", "set terminal pngcairo"));
+    cr_assert(file_contains(dir, "replay.gp", "set ylabel \"imbalance (max load - mean) / mean (%)\""));
+    remove_dir(dir);
+}
+
+Test(plot, replay_records_after_the_record_count)
+{
+    /* replay writes "records" twice with --per-record: the count, then the
+     * array; the array is the one to plot. */
+    cJSON *root = cJSON_Parse("{\"tool\":\"taotsim\",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\","
+                              "\"records\":2,\"records\":[{\"record\":4,\"rho_before\":0.5,\"rho_after\":0.25},"
+                              "{\"record\":5,\"rho_before\":0.125,\"rho_after\":0}]}]}");
+    cr_assert_not_null(root);
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
+    expect_file(dir, "replay.dat",
+                "# taotsim plot: replay: imbalance per record, % ((max load - mean) / mean)\n"
+                "# record rho_before taot:rho_after\n"
+                "4 50 25\n"
+                "5 12.5 0\n");
+    cJSON_Delete(root);
+    remove_dir(dir);
+}
+
+Test(plot, table1_data)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    static const char *const files[] = {"table1.dat", "table1_weighted.gp", "table1_residual.gp"};
+    write_data("table1.json", dir, files, 3);
+    expect_file(dir, "table1.dat",
+                "# taotsim plot: table1: mean and std; imbalance and rho_after in %; paper: the "
+                "paper's Table 1 (NaN: none)\n"
+                "# group ep imbalance taot:weighted taot:weighted_std taot:rho_after taot:rho_after_std "
+                "taot:paper_weighted echo:weighted echo:weighted_std echo:rho_after echo:rho_after_std "
+                "echo:paper_weighted\n"
+                "\"EP16 10%\" 16 10 17.25 1.5 0.6 0.2 17 24 2 1.1 0.3 24\n"
+                "\"EP16 70%\" 16 70 27 2.5 2.6 0.4 27 42 3 2.1 0.5 NaN\n"
+                "\"EP32 10%\" 32 10 38 3 1.6 0.2 38 NaN NaN NaN NaN NaN\n");
+    cr_assert(file_contains(dir, "table1_weighted.gp",
+                            "PLANNERS = \"taot echo\"\nNP = 2\nNG = 3\n"
+                            "XTICS = '(\"EP16 10%%\" 0, \"EP16 70%%\" 1, \"EP32 10%%\" 2)'\nPAPER = \"1 2\"\n"));
+    cr_assert(file_contains(dir, "table1_residual.gp", "DATA = \"table1.dat\""));
+    cr_assert(!file_contains(dir, "table1_residual.gp", "PAPER ="));
+    remove_dir(dir);
+}
+
+Test(plot, ablation_data)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    static const char *const files[] = {"ablation.dat", "ablation.gp"};
+    write_data("ablation.json", dir, files, 2);
+    expect_file(dir, "ablation.dat",
+                "# taotsim plot: ablation: expert transfers per record, mean and std; paper: the "
+                "paper's Table 2 (NaN: none)\n"
+                "# group flow_hint comm_cost intra intra_std paper_intra inter inter_std paper_inter weighted "
+                "weighted_std paper_weighted\n"
+                "\"flow hint off, comm cost off\" 0 0 4.5 1.5 4.67 18 1 18.33 58.5 2 59.67\n"
+                "\"flow hint off, comm cost on\" 0 1 14 1 14.67 10 1.5 10 44 3 44.67\n"
+                "\"flow hint on, comm cost on\" 1 1 15 0.5 NaN 9.5 1 NaN 43.5 2 NaN\n");
+    cr_assert(file_contains(dir, "ablation.gp",
+                            "NG = 3\nXTICS = '(\"flow hint off\\ncomm cost off\" 0, \"flow hint off\\ncomm cost on\" "
+                            "1, \"flow hint on\\ncomm cost on\" 2)'\nPAPER = \"1 2 3\"\n"));
+    remove_dir(dir);
+}
+
+Test(plot, ablation_with_several_planners_names_them)
+{
+    cJSON *root = load("ablation.json");
+    cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results");
+    cJSON *copy = cJSON_Duplicate(cJSON_GetArrayItem(results, 2), 1);
+    cJSON_ReplaceItemInObjectCaseSensitive(copy, "planner", cJSON_CreateString("taot split"));
+    cJSON_AddItemToArray(results, copy);
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
+    /* The space in the label becomes '_': labels go into gnuplot word lists. */
+    cr_assert(file_contains(dir, "ablation.dat", "\n\"taot: flow hint on, comm cost on\" 1 1 15 0.5 NaN"));
+    cr_assert(file_contains(dir, "ablation.dat", "\n\"taot_split: flow hint on, comm cost on\" 1 1 15 0.5 NaN"));
+    cr_assert(file_contains(dir, "ablation.gp", "\"taot:\\nflow hint off\\ncomm cost off\" 0, "));
+    cr_assert(file_contains(dir, "ablation.gp", ", \"taot_split:\\nflow hint on\\ncomm cost on\" 3)'\n"));
+    cJSON_Delete(root);
+    remove_dir(dir);
+}
+
+Test(plot, sweep_data)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    static const char *const files[] = {"sweep_lp3.dat", "sweep_lp10.dat", "sweep_lp3.gp", "sweep_lp10.gp"};
+    write_data("sweep.json", dir, files, 4);
+    expect_file(dir, "sweep_lp3.dat",
+                "# taotsim plot: sweep at lambda_plan = 3: weighted cost per record, mean and std\n"
+                "# break-even lambda* (equal weighted cost): taot/lplb 3.83, taot/echo 12.5\n"
+                "# lambda_eval taot:weighted taot:weighted_std lplb:weighted lplb:weighted_std\n"
+                "1 13 1 32 0\n"
+                "3 17 1.5 32 0\n"
+                "10 31 2 32 0\n");
+    expect_file(dir, "sweep_lp10.dat",
+                "# taotsim plot: sweep at lambda_plan = 10: weighted cost per record, mean and std\n"
+                "# break-even lambda* (equal weighted cost): taot/lplb none\n"
+                "# lambda_eval taot:weighted taot:weighted_std\n"
+                "1 20 1\n"
+                "3 22 1\n"
+                "10 27 2\n");
+    /* Only lambda* inside the plotted lambda_eval range is marked. */
+    cr_assert(file_contains(dir, "sweep_lp3.gp",
+                            "PLANNERS = \"taot lplb\"\nNP = 2\nBE_X1 = 3.83\nBE_LABEL1 = \"λ* taot/lplb = 3.83\"\n"
+                            "NBE = 1\n"));
+    cr_assert(file_contains(dir, "sweep_lp10.gp", "PLANNERS = \"taot\"\nNP = 1\nNBE = 0\n"));
+    remove_dir(dir);
+}
+
+Test(plot, scaling_data)
+{
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    static const char *const files[] = {
+        "scaling_ep.dat",           "scaling_imbalance.dat",          "scaling_slots.dat",
+        "scaling_ep_residual.gp",   "scaling_ep_weighted.gp",         "scaling_imbalance_residual.gp",
+        "scaling_imbalance_weighted.gp", "scaling_slots_residual.gp", "scaling_slots_weighted.gp"};
+    write_data("scaling.json", dir, files, 9);
+    expect_file(dir, "scaling_ep.dat",
+                "# taotsim plot: scaling along ep: mean and std; rho_after in %\n"
+                "# ep taot:rho_after taot:rho_after_std taot:weighted taot:weighted_std echo:rho_after "
+                "echo:rho_after_std echo:weighted echo:weighted_std\n"
+                "4 0.5 0.1 6 0.5 0.8 0.2 9 1\n"
+                "8 1 0.2 10 1 NaN NaN NaN NaN\n"
+                "16 2 0.3 17 1.5 3 0.4 24 2\n");
+    expect_file(dir, "scaling_imbalance.dat",
+                "# taotsim plot: scaling along imbalance: mean and std; imbalance and rho_after in %\n"
+                "# imbalance taot:rho_after taot:rho_after_std taot:weighted taot:weighted_std\n"
+                "30 1.2 0.2 15 1\n"
+                "50 1.8 0.3 18 1.2\n");
+    expect_file(dir, "scaling_slots.dat",
+                "# taotsim plot: scaling along slots: mean and std; rho_after in %\n"
+                "# slots taot:rho_after taot:rho_after_std taot:weighted taot:weighted_std echo:rho_after "
+                "echo:rho_after_std echo:weighted echo:weighted_std\n"
+                "1 4 1 12 1 5 1 20 2\n"
+                "2 2 0.5 17 1.5 3 1 24 2\n");
+    cr_assert(file_contains(dir, "scaling_ep_weighted.gp",
+                            "DATA = \"scaling_ep.dat\"\nTITLE = \"Weighted communication cost vs EP size (mean ± "
+                            "std)\"\nXLABEL = \"EP size (ranks)\"\nLOGX = 1\nPLANNERS = \"taot echo\"\n"));
+    cr_assert(file_contains(dir, "scaling_imbalance_residual.gp",
+                            "XLABEL = \"initial imbalance (%)\"\nLOGX = 0\nPLANNERS = \"taot\"\nNP = 1\n"));
+    remove_dir(dir);
+}
+
+/* ---------- rendering ---------- */
+
+static bool have_gnuplot(void)
+{
+    return system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+static void expect_png(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    size_t len = 0;
+    char *buf = slurp(path, &len);
+    cr_assert(len > 1000, "%s: only %zu bytes", name, len);
+    cr_assert(memcmp(buf, "\x89PNG\r\n\x1a\n", 8) == 0, "%s is not a PNG", name);
+    free(buf);
+}
+
+static void expect_svg(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *buf = slurp(path, NULL);
+    cr_assert(strstr(buf, "<svg") != NULL, "%s is not an SVG", name);
+    free(buf);
+}
+
+static void render_study(const char *json, const char *const *figures, size_t n)
+{
+    if (!have_gnuplot())
+        cr_skip_test("gnuplot is not installed");
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    cJSON *root = load(json);
+    tsim_plot_files files;
+    tsim_error err = {0};
+    FILE *log = tmpfile();
+    cr_assert_not_null(log);
+    cr_assert_eq(tsim_plot_write(root, dir, TSIM_PLOT_BOTH, log, &files, &err), TSIM_OK, "%s", err.msg);
+    cr_assert(files.rendered);
+    /* gnuplot had nothing to say: no warnings from the templates. */
+    fflush(log);
+    cr_assert_eq(ftell(log), 0L, "gnuplot printed warnings for %s", json);
+    fclose(log);
+    for (size_t i = 0; i < n; i++) {
+        char name[256];
+        snprintf(name, sizeof name, "%s.png", figures[i]);
+        expect_png(dir, name);
+        snprintf(name, sizeof name, "%s.svg", figures[i]);
+        expect_svg(dir, name);
+    }
+    /* Images are listed after the data and scripts, PNG then SVG. */
+    char want[4096];
+    snprintf(want, sizeof want, "%s/%s.svg", dir, figures[n - 1]);
+    cr_assert_str_eq(files.paths[files.n - 1], want);
+    tsim_plot_files_free(&files);
+    cJSON_Delete(root);
+    remove_dir(dir);
+}
+
+Test(plot_render, replay)
+{
+    static const char *const figs[] = {"replay"};
+    render_study("replay.json", figs, 1);
+}
+
+Test(plot_render, table1)
+{
+    static const char *const figs[] = {"table1_weighted", "table1_residual"};
+    render_study("table1.json", figs, 2);
+}
+
+Test(plot_render, ablation)
+{
+    static const char *const figs[] = {"ablation"};
+    render_study("ablation.json", figs, 1);
+}
+
+Test(plot_render, sweep)
+{
+    static const char *const figs[] = {"sweep_lp3", "sweep_lp10"};
+    render_study("sweep.json", figs, 2);
+}
+
+Test(plot_render, scaling)
+{
+    static const char *const figs[] = {"scaling_ep_residual",        "scaling_ep_weighted",
+                                       "scaling_imbalance_residual", "scaling_imbalance_weighted",
+                                       "scaling_slots_residual",     "scaling_slots_weighted"};
+    render_study("scaling.json", figs, 6);
+}
+
+Test(plot_render, png_only_writes_no_svg)
+{
+    if (!have_gnuplot())
+        cr_skip_test("gnuplot is not installed");
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    cJSON *root = load("ablation.json");
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_result(root, dir, TSIM_PLOT_PNG, NULL, &err), TSIM_OK, "%s", err.msg);
+    expect_png(dir, "ablation.png");
+    cr_assert(!exists(dir, "ablation.svg"));
+    cr_assert_eq(count_entries(dir), 3);
+    cJSON_Delete(root);
+    remove_dir(dir);
+}
+
+Test(plot_render, missing_gnuplot_writes_data_and_says_how)
+{
+    setenv("TAOTSIM_GNUPLOT", "/nonexistent/gnuplot", 1);
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    cJSON *root = load("table1.json");
+    tsim_plot_files files;
+    tsim_error err = {0};
+    FILE *log = tmpfile();
+    cr_assert_not_null(log);
+    cr_assert_eq(tsim_plot_write(root, dir, TSIM_PLOT_BOTH, log, &files, &err), TSIM_OK, "%s", err.msg);
+    cr_assert(!files.rendered);
+    cr_assert_eq(files.n, 3);
+    cr_assert(exists(dir, "table1.dat") && exists(dir, "table1_weighted.gp") && exists(dir, "table1_residual.gp"));
+    cr_assert(!exists(dir, "table1_weighted.png"));
+    char said[2048] = "";
+    rewind(log);
+    size_t n = fread(said, 1, sizeof said - 1, log);
+    said[n] = '\0';
+    fclose(log);
+    char want[2048];
+    snprintf(want, sizeof want,
+             "gnuplot not found (TAOTSIM_GNUPLOT=/nonexistent/gnuplot is not an executable file): wrote the data "
+             "files and gnuplot scripts to %s; to draw the figures, install gnuplot and run: cd %s && for f in "
+             "*.gp; do gnuplot \"$f\"; done (PNG; add -e 'fmt=\"svg\"' for SVG)\n",
+             dir, dir);
+    cr_assert_str_eq(said, want);
+    tsim_plot_files_free(&files);
+    cJSON_Delete(root);
+    remove_dir(dir);
+}
+
+Test(plot_render, missing_gnuplot_on_path)
+{
+    unsetenv("TAOTSIM_GNUPLOT");
+    setenv("PATH", "/nonexistent", 1);
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    cJSON *root = load("ablation.json");
+    FILE *log = tmpfile();
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_result(root, dir, TSIM_PLOT_PNG, log, &err), TSIM_OK, "%s", err.msg);
+    char said[2048] = "";
+    rewind(log);
+    size_t n = fread(said, 1, sizeof said - 1, log);
+    said[n] = '\0';
+    fclose(log);
+    cr_assert(strncmp(said, "gnuplot not found on PATH: wrote the data files", 47) == 0, "%s", said);
+    cr_assert(exists(dir, "ablation.dat"));
+    cJSON_Delete(root);
+    remove_dir(dir);
+}
+
+Test(plot_render, a_failing_gnuplot_is_an_error_and_leaves_no_image)
+{
+    /* "false" runs and fails, as a broken gnuplot would. */
+    setenv("TAOTSIM_GNUPLOT", "/bin/false", 1);
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    cJSON *root = load("ablation.json");
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_result(root, dir, TSIM_PLOT_PNG, NULL, &err), TSIM_E_INTERNAL);
+    char want[512];
+    snprintf(want, sizeof want, "gnuplot failed on %s/ablation.gp (exit status 1, no output): no message", dir);
+    cr_assert_str_eq(err.msg, want);
+    cr_assert(!exists(dir, "ablation.png"));
+    /* The data and the script are there; no temporary file is left. */
+    cr_assert_eq(count_entries(dir), 2);
+    cJSON_Delete(root);
+    remove_dir(dir);
+}
+
+/* ---------- bad input ---------- */
+
+/* Parses json, expects TSIM_E_INPUT with msg, and nothing created. */
+static void expect_bad(const char *json, const char *want_msg)
+{
+    cJSON *root = cJSON_Parse(json);
+    cr_assert_not_null(root, "test JSON does not parse: %s", json);
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    char out[128];
+    snprintf(out, sizeof out, "%s/out", dir);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_write_named(root, "r.json", out, TSIM_PLOT_PNG, NULL, NULL, &err), TSIM_E_INPUT,
+                 "accepted: %s", json);
+    cr_assert_str_eq(err.msg, want_msg);
+    cr_assert(!exists(dir, "out"), "output directory created for bad input");
+    cJSON_Delete(root);
+    remove_dir(dir);
+}
+
+#define HEAD "\"tool\":\"taotsim\",\"version\":\"0\",\"command\":\"taotsim x\""
+#define M(name, v) "\"" name "\":{\"mean\":" #v ",\"std\":0}"
+
+Test(plot_bad, not_a_result)
+{
+    expect_bad("[1, 2]", "r.json: not a result file: expected a JSON object");
+    expect_bad("{\"tool\":\"other\",\"study\":\"table1\",\"results\":[]}",
+               "r.json: not a taotsim result file (no \"tool\": \"taotsim\")");
+    expect_bad("{" HEAD ",\"study\":\"heatmap\",\"results\":[{}]}",
+               "r.json: unknown study 'heatmap' (expected replay, table1, ablation, sweep or scaling)");
+    expect_bad("{" HEAD ",\"results\":[{}]}",
+               "r.json: missing \"study\" (replay, table1, ablation, sweep or scaling)");
+    expect_bad("{" HEAD ",\"study\":\"table1\"}", "r.json: missing \"results\" (an array)");
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":{}}", "r.json: \"results\" is not an array");
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":[]}", "r.json: \"results\" is empty: nothing to plot");
+    expect_bad("{" HEAD ",\"study\":7,\"results\":[{}]}", "r.json: \"study\" is not a string");
+}
+
+Test(plot_bad, missing_fields)
+{
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":[3]}", "r.json: results[0]: not an object");
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":[{\"ep\":16}]}",
+               "r.json: results[0]: missing \"planner\" (a string)");
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":[{\"planner\":\"taot\",\"ep\":16}]}",
+               "r.json: results[0]: missing \"imbalance\" (a number)");
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":[{\"planner\":\"taot\",\"ep\":\"16\",\"imbalance\":0.1}]}",
+               "r.json: results[0]: \"ep\" is not a number");
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":[{\"planner\":\"taot\",\"ep\":16,\"imbalance\":0.1}]}",
+               "r.json: results[0]: missing \"metrics\" (an object)");
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":[{\"planner\":\"taot\",\"ep\":16,\"imbalance\":0.1,"
+               "\"metrics\":{" M("rho_after", 0.01) "}}]}",
+               "r.json: results[0].metrics: missing \"weighted\" (an object with \"mean\" and \"std\")");
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":[{\"planner\":\"taot\",\"ep\":16,\"imbalance\":0.1,"
+               "\"metrics\":{\"weighted\":{\"std\":1}," M("rho_after", 0.01) "}}]}",
+               "r.json: results[0].metrics.weighted: missing \"mean\" (a number)");
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":[{\"planner\":\"taot\",\"ep\":16,\"imbalance\":0.1,"
+               "\"metrics\":{" M("weighted", 17) "," M("rho_after", 0.01) "},\"paper\":{\"weighted\":\"17\"}}]}",
+               "r.json: results[0].paper: \"weighted\" is neither a number nor {\"mean\": ...}");
+    expect_bad("{" HEAD ",\"study\":\"ablation\",\"results\":[{\"planner\":\"taot\",\"flow_hint\":1,"
+               "\"comm_cost\":true}]}",
+               "r.json: results[0]: \"flow_hint\" is not true or false");
+    expect_bad("{" HEAD ",\"study\":\"scaling\",\"results\":[{\"planner\":\"taot\",\"axis\":\"tokens\"}]}",
+               "r.json: results[0]: unknown \"axis\" 'tokens' (expected ep, imbalance or slots)");
+    expect_bad("{" HEAD ",\"study\":\"scaling\",\"results\":[{\"planner\":\"taot\",\"axis\":\"slots\",\"ep\":4}]}",
+               "r.json: results[0]: missing \"slots\" (a number)");
+    expect_bad("{" HEAD ",\"study\":\"sweep\",\"results\":[{\"planner\":\"taot\",\"lambda_plan\":3,"
+               "\"lambda_eval\":3,\"metrics\":{" M("weighted", 17) "}}],\"break_even\":[{\"a\":\"taot\","
+               "\"b\":\"lplb\"}]}",
+               "r.json: break_even[0]: missing \"lambda_star\" (a number or null)");
+}
+
+Test(plot_bad, replay_needs_records)
+{
+    expect_bad("{" HEAD ",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\",\"metrics\":{}}]}",
+               "r.json: results[0]: no \"records\": the replay plot needs per-record values (replay --per-record "
+               "--format json)");
+    /* Without --per-record "records" is only the count. */
+    expect_bad("{" HEAD ",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\",\"records\":3}]}",
+               "r.json: results[0]: no \"records\": the replay plot needs per-record values (replay --per-record "
+               "--format json)");
+    expect_bad("{" HEAD ",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\",\"records\":[{\"record\":0,"
+               "\"rho_before\":0.3,\"rho_after\":0.1}]},{\"planner\":\"echo\",\"records\":[]}]}",
+               "r.json: results[1]: \"records\" is empty");
+    expect_bad("{" HEAD ",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\",\"records\":[{\"record\":0,"
+               "\"rho_before\":0.3}]}]}",
+               "r.json: results[0].records[0]: missing \"rho_after\" (a number)");
+}
+
+Test(plot_bad, duplicates)
+{
+    expect_bad("{" HEAD ",\"study\":\"table1\",\"results\":["
+               "{\"planner\":\"taot\",\"ep\":16,\"imbalance\":0.1,\"metrics\":{" M("weighted", 1) "," M("rho_after", 0) "}},"
+               "{\"planner\":\"echo\",\"ep\":16,\"imbalance\":0.1,\"metrics\":{" M("weighted", 1) "," M("rho_after", 0) "}},"
+               "{\"planner\":\"taot\",\"ep\":16,\"imbalance\":0.1,\"metrics\":{" M("weighted", 2) "," M("rho_after", 0) "}}]}",
+               "r.json: results[2]: a second result for planner 'taot' with the same ep and imbalance as results[0]");
+#define REC "\"records\":[{\"record\":0,\"rho_before\":0.3,\"rho_after\":0.1}]"
+    expect_bad("{" HEAD ",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\"," REC "},"
+               "{\"planner\":\"taot\"," REC "}]}",
+               "r.json: results[1]: planner 'taot' appears twice");
+}
+
+Test(plot_bad, study_from_the_command_when_the_field_is_missing)
+{
+    /* Results written before "study" existed: the subcommand names it. */
+    cJSON *root = load("ablation.json");
+    cJSON_DeleteItemFromObjectCaseSensitive(root, "study");
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
+    cr_assert(exists(dir, "ablation.dat"));
+    cJSON_Delete(root);
+    remove_dir(dir);
+}
+
+Test(plot_bad, missing_templates_write_nothing)
+{
+    setenv("TAOTSIM_PLOTS_DIR", "/nonexistent/plots", 1);
+    char dir[64];
+    make_tmpdir(dir, sizeof dir);
+    char out[128];
+    snprintf(out, sizeof out, "%s/out", dir);
+    cJSON *root = load("table1.json");
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_result(root, out, TSIM_PLOT_PNG, NULL, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "cannot read the plot template /nonexistent/plots/terminal.gp: No such file or "
+                              "directory (set TAOTSIM_PLOTS_DIR to the plots/ directory of the taotsim sources)");
+    cr_assert(!exists(dir, "out"));
+    cJSON_Delete(root);
+    remove_dir(dir);
+}
+
+Test(plot_bad, read_json_errors)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/data/plot/not_json.json", source_root());
+    cJSON *root = (cJSON *)&root;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_read_json(path, &root, &err), TSIM_E_INPUT);
+    cr_assert_null(root);
+    char want[4200];
+    snprintf(want, sizeof want, "%s: not valid JSON (line 5, column 16)", path);
+    cr_assert_str_eq(err.msg, want);
+    cr_assert_eq(tsim_plot_read_json("/nonexistent.json", &root, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "/nonexistent.json: cannot read: No such file or directory");
+}
+
+Test(plot_bad, formats)
+{
+    int f = -1;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_formats_parse("both", &f, &err), TSIM_OK);
+    cr_assert_eq(f, TSIM_PLOT_PNG | TSIM_PLOT_SVG);
+    cr_assert_eq(tsim_plot_formats_parse("none", &f, &err), TSIM_OK);
+    cr_assert_eq(f, 0);
+    cr_assert_eq(tsim_plot_formats_parse("pdf", &f, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "--format: expected png, svg, both or none, got 'pdf'");
+}
