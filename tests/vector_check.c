@@ -16,7 +16,7 @@ const char *tsim_test_spec_dir(void)
     const char *env = getenv("TSIM_SPEC_DIR");
     if (env && *env)
         return env;
-    snprintf(buf, sizeof buf, "%s/../shared/spec", TSIM_SOURCE_ROOT);
+    snprintf(buf, sizeof buf, "%s/tests/spec", TSIM_SOURCE_ROOT);
     return buf;
 }
 
