@@ -1,3 +1,591 @@
-/* PLACEHOLDER: replaced by bench. */
+/* `taotsim bench`: planner latency (the plan call alone, median and p95 over
+ * records generated in memory from a fixed seed) and, with --read, trace read
+ * throughput. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_read.h"
+#include "cli_common.h"
 #include "commands.h"
-int tsim_cmd_bench(int argc, char **argv) { (void)argc; (void)argv; return 3; }
+#include "evaluate.h"
+#include "parse.h"
+#include "planner.h"
+#include "report.h"
+#include "stats.h"
+#include "taot.h"
+#include "taot_gpu.h"
+#include "vector.h"
+
+#define DEFAULT_SHAPES "16:128:2,32:128:2,64:256:2"
+#define DEFAULT_RECORDS 10000
+#define WARMUP_RECORDS 100
+#define MAX_PLANNERS 32
+#define MAX_SHAPES 16
+/* Generator: 4096 tokens per rank, top-8 routing (32768 picks per source rank). */
+#define TOKENS_PER_RANK 4096
+#define TOP_K 8
+
+static void bench_help(void)
+{
+    printf("usage: taotsim bench [options] [planner options]\n"
+           "\n"
+           "Planner latency: the wall time of the plan call alone, over records\n"
+           "generated in memory from a fixed seed (a hot rank per record, initial\n"
+           "imbalance drawn in 30-50%%, %d tokens per rank, top-%d), on one core.\n"
+           "Each plan is checked by the evaluator (outside the timing). A planner that\n"
+           "fails is reported in its row and the others still run.\n"
+           "\n"
+           "Options:\n"
+           "  --planners LIST      comma-separated planners (default: every registered\n"
+           "                       planner but none); a bare 'taot' runs both phase-3\n"
+           "                       variants (taot = auction, taot-split) unless\n"
+           "                       --taot-phase3 is given; LABEL=NAME:--opt=v\n"
+           "                       runs a planner under a label with its own options\n"
+           "  --records N          timed records per planner and shape (default %d;\n"
+           "                       %d untimed warm-up records first)\n"
+           "  --shapes LIST        R:E:K,... ranks, experts, guest slots\n"
+           "                       (default " DEFAULT_SHAPES ")\n"
+           "  --rpn N              ranks per node (default 8)\n"
+           "  --seed N             generator seed (default 1)\n"
+           "  --read FILE          also measure reading FILE (MB/s, records/s, peak RSS);\n"
+           "                       alone (without --planners/--shapes) it runs only that\n"
+           "  --format md|csv|json output format (default md)\n"
+           "  -h, --help           this help\n"
+           "\n"
+           "With --taot-device gpu the taot rows plan on the GPU (one record per call)\n"
+           "and, in markdown, a second table compares the GPU in launches of %d records\n"
+           "with the CPU reference (every GPU plan checked; exit status 1 if any differs).\n"
+           "\n",
+           TOKENS_PER_RANK, TOP_K, DEFAULT_RECORDS, WARMUP_RECORDS, TSIM_TAOT_GPU_DEFAULT_BATCH);
+    tsim_planner_options_help(stdout);
+}
+
+/* ------------------------------------------------------------------------- */
+/* record generator                                                           */
+
+static uint64_t mix64(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+static double unit(uint64_t *s)
+{
+    return (double)(mix64(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Record `index` of a shape: base popularity 1 +- 10% per expert, one hot rank
+ * whose experts get a share f of every source's picks, f chosen so that the hot
+ * rank's load is (1 + rho) times the mean for rho drawn in [0.3, 0.5], and
+ * +-5% noise per (source, expert). Deterministic in (seed, shape, index). */
+static void gen_record(const tsim_topology *t, uint64_t seed, int64_t index, tsim_record *rec, double *weights)
+{
+    const int R = t->ranks, E = t->experts;
+    uint64_t s = seed ^ (UINT64_C(0x51ED2701) * (uint64_t)(R * 131 + E * 7 + t->slots)) ^
+                 ((uint64_t)index * UINT64_C(0xD1B54A32D192ED03));
+    mix64(&s);
+    const double rho = 0.3 + 0.2 * unit(&s);
+    const int hot = (int)(mix64(&s) % (uint64_t)R);
+    const double f = R > 1 ? rho / (double)(R - 1) : 0.0;
+    double wsum = 0.0;
+    for (int e = 0; e < E; e++) {
+        weights[e] = 1.0 + 0.2 * (unit(&s) - 0.5);
+        wsum += weights[e];
+    }
+    const double picks = (double)TOKENS_PER_RANK * TOP_K;
+    for (int r = 0; r < R; r++) {
+        int64_t *row = rec->counts + (size_t)r * (size_t)E;
+        for (int e = 0; e < E; e++) {
+            double share = (1.0 - f) * weights[e] / wsum;
+            if (t->home[e] == hot)
+                share += f / (double)t->experts_per_rank;
+            double noise = 1.0 + 0.1 * (unit(&s) - 0.5);
+            row[e] = (int64_t)floor(picks * share * noise);
+        }
+    }
+    rec->index = index;
+    rec->microbatch = index;
+    rec->layer = 0;
+}
+
+/* ------------------------------------------------------------------------- */
+/* latency rows                                                               */
+
+typedef struct {
+    char label[TSIM_LABEL_MAX];
+    const char *algorithm;
+    int R, E, K;
+    int64_t records;
+    tsim_summary ns;          /* plan-call wall time */
+    double replicas_mean;
+    double rho_before_mean, rho_after_mean;
+    int64_t capped;           /* records with TSIM_NOTE_AUCTION_CAPPED */
+    int64_t gpu_fallback;     /* records with TSIM_NOTE_GPU_FALLBACK */
+    cJSON *options;
+    char error[TSIM_ERROR_MSG_MAX];
+} bench_row;
+
+/* Runs one planner on one shape. Fills row (row->error on failure). */
+static void bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records, uint64_t seed, bench_row *row,
+                      tsim_progress *progress, int64_t *progress_done, int64_t progress_total)
+{
+    tsim_error err = {0};
+    tsim_record rec = {0};
+    tsim_plan plan = {0};
+    tsim_evaluator ev = {0};
+    double *ns = NULL, *scratch = NULL, *weights = NULL;
+    bool started = false, have_plan = false, have_ev = false;
+    snprintf(row->label, sizeof row->label, "%s", p->label);
+    row->algorithm = p->desc->name;
+    row->R = t->ranks;
+    row->E = t->experts;
+    row->K = t->slots;
+
+    if (tsim_record_alloc(&rec, t->ranks, t->experts, &err))
+        goto fail;
+    ns = malloc(sizeof *ns * (size_t)n_records);
+    scratch = malloc(sizeof *scratch * (size_t)n_records);
+    weights = malloc(sizeof *weights * (size_t)t->experts);
+    if (!ns || !scratch || !weights) {
+        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        goto fail;
+    }
+    if (tsim_plan_init(&plan, t->ranks, t->ranks * (t->slots > 0 ? t->slots : 1), &err))
+        goto fail;
+    have_plan = true;
+    if (tsim_evaluator_init(&ev, t, &err))
+        goto fail;
+    have_ev = true;
+    if (tsim_planner_start(p, t, &err))
+        goto fail;
+    started = true;
+
+    /* Warm-up: caches, branch predictors, lazily touched pages. */
+    for (int64_t i = 0; i < WARMUP_RECORDS && i < n_records; i++) {
+        gen_record(t, seed, i, &rec, weights);
+        if (p->desc->plan(p->state, &rec, &plan, &err))
+            goto fail;
+    }
+    double replicas = 0.0, rho_b = 0.0, rho_a = 0.0;
+    int64_t capped = 0, gpu_fallback = 0;
+    for (int64_t i = 0; i < n_records; i++) {
+        gen_record(t, seed, i, &rec, weights);
+        const int64_t t0 = tsim_now_ns();
+        const int rc = p->desc->plan(p->state, &rec, &plan, &err);
+        const int64_t t1 = tsim_now_ns();
+        if (rc)
+            goto fail;
+        ns[i] = (double)(t1 - t0);
+        tsim_metrics m;
+        if (tsim_evaluate(&ev, &rec, &plan, 3.0, p->label, &m, &err))
+            goto fail;
+        replicas += plan.count;
+        rho_b += m.v[TSIM_M_RHO_BEFORE];
+        rho_a += m.v[TSIM_M_RHO_AFTER];
+        capped += (plan.notes & TSIM_NOTE_AUCTION_CAPPED) != 0;
+        gpu_fallback += (plan.notes & TSIM_NOTE_GPU_FALLBACK) != 0;
+        if ((i & 255) == 0)
+            tsim_progress_update(progress, *progress_done + i, progress_total);
+    }
+    row->records = n_records;
+    row->ns = tsim_summarize(ns, (size_t)n_records, scratch);
+    row->replicas_mean = replicas / (double)n_records;
+    row->rho_before_mean = rho_b / (double)n_records;
+    row->rho_after_mean = rho_a / (double)n_records;
+    row->capped = capped;
+    row->gpu_fallback = gpu_fallback;
+    if (gpu_fallback > 0) {
+        char why[256] = "";
+        if (strcmp(p->desc->name, "taot") == 0)
+            tsim_taot_gpu_fell_back(p->state, why, sizeof why);
+        fprintf(stderr, "taotsim bench: planner '%s' (%d:%d:%d): the GPU was asked for, %lld of %lld plans ran on the CPU%s%s\n",
+                p->label, t->ranks, t->experts, t->slots, (long long)gpu_fallback, (long long)n_records,
+                why[0] ? ": " : "", why);
+    }
+    goto done;
+fail:
+    snprintf(row->error, sizeof row->error, "%s", err.msg[0] ? err.msg : "failed");
+done:
+    *progress_done += n_records;
+    if (started)
+        tsim_planner_stop(p);
+    if (have_ev)
+        tsim_evaluator_free(&ev);
+    if (have_plan)
+        tsim_plan_free(&plan);
+    tsim_record_free(&rec);
+    free(ns);
+    free(scratch);
+    free(weights);
+}
+
+/* ------------------------------------------------------------------------- */
+/* output                                                                     */
+
+static void fmt_us(char *buf, size_t n, double ns)
+{
+    tsim_fmt_num(buf, n, ns / 1000.0, 2);
+}
+
+static int print_table(FILE *out, tsim_format fmt, const bench_row *rows, int n_rows,
+                       const tsim_bench_read_result *rd, const char *read_path)
+{
+    if (n_rows > 0) {
+        static const char *const headers[] = {"planner", "R", "E", "K", "records", "median_us", "p95_us", "mean_us",
+                                              "replicas", "rho_before", "rho_after", "capped", "error"};
+        tsim_table tab;
+        if (tsim_table_init(&tab, 13, headers))
+            return -1;
+        for (int i = 0; i < n_rows; i++) {
+            const bench_row *r = &rows[i];
+            char c[13][96];
+            snprintf(c[0], sizeof c[0], "%s", r->label);
+            snprintf(c[1], sizeof c[1], "%d", r->R);
+            snprintf(c[2], sizeof c[2], "%d", r->E);
+            snprintf(c[3], sizeof c[3], "%d", r->K);
+            if (r->error[0]) {
+                for (int q = 4; q < 12; q++)
+                    snprintf(c[q], sizeof c[q], "-");
+                snprintf(c[12], sizeof c[12], "%.90s", r->error);
+            } else {
+                snprintf(c[4], sizeof c[4], "%lld", (long long)r->records);
+                fmt_us(c[5], sizeof c[5], r->ns.p50);
+                fmt_us(c[6], sizeof c[6], r->ns.p95);
+                fmt_us(c[7], sizeof c[7], r->ns.mean);
+                tsim_fmt_num(c[8], sizeof c[8], r->replicas_mean, 1);
+                tsim_fmt_num(c[9], sizeof c[9], r->rho_before_mean, 4);
+                tsim_fmt_num(c[10], sizeof c[10], r->rho_after_mean, 4);
+                snprintf(c[11], sizeof c[11], "%lld", (long long)r->capped);
+                snprintf(c[12], sizeof c[12], "%s", "");
+            }
+            const char *cells[13];
+            for (int q = 0; q < 13; q++)
+                cells[q] = c[q];
+            if (tsim_table_add_row(&tab, cells)) {
+                tsim_table_free(&tab);
+                return -1;
+            }
+        }
+        tsim_table_print(&tab, out, fmt);
+        tsim_table_free(&tab);
+    }
+    if (rd) {
+        if (n_rows > 0)
+            fputc('\n', out);
+        static const char *const headers[] = {"file", "records", "MB", "seconds", "MB_per_s", "records_per_s",
+                                              "peak_rss_MB"};
+        tsim_table tab;
+        if (tsim_table_init(&tab, 7, headers))
+            return -1;
+        char c[7][96];
+        snprintf(c[0], sizeof c[0], "%.90s", read_path);
+        snprintf(c[1], sizeof c[1], "%lld", (long long)rd->records);
+        tsim_fmt_num(c[2], sizeof c[2], (double)rd->bytes / 1e6, 1);
+        tsim_fmt_num(c[3], sizeof c[3], rd->seconds, 3);
+        tsim_fmt_num(c[4], sizeof c[4], rd->mb_per_s, 1);
+        tsim_fmt_num(c[5], sizeof c[5], rd->records_per_s, 0);
+        tsim_fmt_num(c[6], sizeof c[6], (double)rd->peak_rss_kb / 1024.0, 1);
+        const char *cells[7];
+        for (int q = 0; q < 7; q++)
+            cells[q] = c[q];
+        int rc = tsim_table_add_row(&tab, cells);
+        if (!rc)
+            tsim_table_print(&tab, out, fmt);
+        tsim_table_free(&tab);
+        if (rc)
+            return -1;
+    }
+    return 0;
+}
+
+static int print_json(FILE *out, const bench_row *rows, int n_rows, int64_t records, uint64_t seed, int rpn,
+                      const tsim_bench_read_result *rd, const char *read_path)
+{
+    cJSON *j = tsim_result_json_new();
+    if (!j)
+        return -1;
+    cJSON *params = n_rows > 0 ? cJSON_AddObjectToObject(j, "params") : cJSON_CreateObject();
+    cJSON_AddNumberToObject(params, "records", (double)records);
+    cJSON_AddNumberToObject(params, "warmup_records", records < WARMUP_RECORDS ? (double)records : WARMUP_RECORDS);
+    cJSON_AddNumberToObject(params, "seed", (double)seed);
+    cJSON_AddNumberToObject(params, "ranks_per_node", rpn);
+    cJSON_AddNumberToObject(params, "tokens_per_rank", TOKENS_PER_RANK);
+    cJSON_AddNumberToObject(params, "topk", TOP_K);
+    cJSON_AddStringToObject(params, "imbalance", "one hot rank per record, target drawn in [0.3, 0.5]");
+    if (n_rows == 0)
+        cJSON_Delete(params);
+    cJSON *lat = cJSON_AddArrayToObject(j, "latency");
+    for (int i = 0; i < n_rows; i++) {
+        const bench_row *r = &rows[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "planner", r->label);
+        cJSON_AddStringToObject(o, "algorithm", r->algorithm);
+        if (r->options)
+            cJSON_AddItemReferenceToObject(o, "options", r->options);
+        cJSON_AddNumberToObject(o, "ep", r->R);
+        cJSON_AddNumberToObject(o, "experts", r->E);
+        cJSON_AddNumberToObject(o, "slots", r->K);
+        if (r->error[0]) {
+            cJSON_AddStringToObject(o, "error", r->error);
+        } else {
+            cJSON_AddNumberToObject(o, "records", (double)r->records);
+            cJSON *p = cJSON_AddObjectToObject(o, "plan_us");
+            cJSON_AddNumberToObject(p, "mean", r->ns.mean / 1000.0);
+            cJSON_AddNumberToObject(p, "std", r->ns.std / 1000.0);
+            cJSON_AddNumberToObject(p, "min", r->ns.min / 1000.0);
+            cJSON_AddNumberToObject(p, "p50", r->ns.p50 / 1000.0);
+            cJSON_AddNumberToObject(p, "p95", r->ns.p95 / 1000.0);
+            cJSON_AddNumberToObject(p, "max", r->ns.max / 1000.0);
+            cJSON_AddNumberToObject(o, "replicas_mean", r->replicas_mean);
+            cJSON_AddNumberToObject(o, "rho_before_mean", r->rho_before_mean);
+            cJSON_AddNumberToObject(o, "rho_after_mean", r->rho_after_mean);
+            cJSON_AddNumberToObject(o, "auction_capped", (double)r->capped);
+            cJSON_AddNumberToObject(o, "gpu_fallback", (double)r->gpu_fallback);
+        }
+        cJSON_AddItemToArray(lat, o);
+    }
+    if (rd) {
+        cJSON *o = cJSON_AddObjectToObject(j, "read");
+        cJSON_AddStringToObject(o, "path", read_path);
+        cJSON_AddNumberToObject(o, "records", (double)rd->records);
+        cJSON_AddNumberToObject(o, "bytes", (double)rd->bytes);
+        cJSON_AddNumberToObject(o, "file_bytes", (double)rd->file_bytes);
+        cJSON_AddNumberToObject(o, "seconds", rd->seconds);
+        cJSON_AddNumberToObject(o, "mb_per_s", rd->mb_per_s);
+        cJSON_AddNumberToObject(o, "records_per_s", rd->records_per_s);
+        cJSON_AddNumberToObject(o, "peak_rss_kb", (double)rd->peak_rss_kb);
+    }
+    int rc = tsim_json_print(out, j);
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------- */
+/* the command                                                                */
+
+typedef struct {
+    int R, E, K;
+} bench_shape;
+
+static int parse_shapes(const char *arg, bench_shape *shapes, int *n, tsim_error *err)
+{
+    char list[1024];
+    if (strlen(arg) >= sizeof list)
+        return tsim_error_set(err, TSIM_E_INPUT, "--shapes list is too long");
+    snprintf(list, sizeof list, "%s", arg);
+    *n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == MAX_SHAPES)
+            return tsim_error_set(err, TSIM_E_INPUT, "--shapes: at most %d shapes", MAX_SHAPES);
+        char *a = tok, *b = strchr(a, ':');
+        char *c = b ? strchr(b + 1, ':') : NULL;
+        if (!b || !c)
+            return tsim_error_set(err, TSIM_E_INPUT, "--shapes: '%s' is not R:E:K", tok);
+        *b++ = '\0';
+        *c++ = '\0';
+        bench_shape *s = &shapes[*n];
+        if (tsim_parse_int(a, 1, 4096, &s->R, "--shapes R", err) || tsim_parse_int(b, 1, 65536, &s->E, "--shapes E", err) ||
+            tsim_parse_int(c, 0, 1024, &s->K, "--shapes K", err))
+            return TSIM_E_INPUT;
+        if (s->E % s->R != 0)
+            return tsim_error_set(err, TSIM_E_INPUT, "--shapes: experts %d is not divisible by ranks %d", s->E, s->R);
+        (*n)++;
+    }
+    if (*n == 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "--shapes is empty");
+    return TSIM_OK;
+}
+
+/* The planner specs to run: the user's list, or every planner but none; a
+ * bare "taot" becomes the auction and the split variants (both_variants: no
+ * --taot-phase3 on the command line). */
+static int build_planner_list(const char *arg, const tsim_planner_options *base, bool both_variants,
+                              tsim_planner *planners, int *n, tsim_error *err)
+{
+    char list[2048] = "";
+    if (arg) {
+        if (strlen(arg) >= sizeof list)
+            return tsim_error_set(err, TSIM_E_INPUT, "--planners list is too long");
+        snprintf(list, sizeof list, "%s", arg);
+    } else {
+        for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++) {
+            if (strcmp((*d)->name, "none") == 0)
+                continue;
+            if (list[0])
+                strncat(list, ",", sizeof list - strlen(list) - 1);
+            strncat(list, (*d)->name, sizeof list - strlen(list) - 1);
+        }
+    }
+    *n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const char *specs[2] = {tok, NULL};
+        if (strcmp(tok, "taot") == 0 && both_variants)
+            specs[1] = "taot-split=taot:--taot-phase3=split";
+        for (int q = 0; q < 2 && specs[q]; q++) {
+            if (*n == MAX_PLANNERS)
+                return tsim_error_set(err, TSIM_E_INPUT, "at most %d planners", MAX_PLANNERS);
+            if (tsim_planner_spec_parse(&planners[*n], specs[q], base, err))
+                return TSIM_E_INPUT;
+            if (q == 0 && specs[1])
+                planners[*n].opts.taot.phase3 = TSIM_TAOT_AUCTION;
+            for (int i = 0; i < *n; i++)
+                if (strcmp(planners[i].label, planners[*n].label) == 0)
+                    return tsim_error_set(err, TSIM_E_INPUT, "planner label '%s' appears twice; use LABEL=NAME",
+                                          planners[i].label);
+            (*n)++;
+        }
+    }
+    if (*n == 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "--planners is empty");
+    return TSIM_OK;
+}
+
+int tsim_cmd_bench(int argc, char **argv)
+{
+    const char *cmd = "bench";
+    tsim_error err = {0};
+    tsim_planner_options base;
+    tsim_planner_options_default(&base);
+    const char *planners_arg = NULL, *shapes_arg = NULL, *read_path = NULL;
+    int64_t records = DEFAULT_RECORDS, seed = 1;
+    int rpn = 8;
+    tsim_format fmt = TSIM_FORMAT_MD;
+    bool phase3_given = false;
+
+    tsim_argiter it = {argc, argv, 1};
+    const char *name, *inl;
+    int kind;
+    while ((kind = tsim_arg_next(&it, &name, &inl)) != TSIM_ARG_END) {
+        if (kind == TSIM_ARG_POSITIONAL)
+            return tsim_cli_usage_error(cmd, "unexpected argument '%s'", name);
+        if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
+            bench_help();
+            return 0;
+        }
+        if (tsim_planner_option_exists(name) && tsim_planner_option_is_flag(name)) {
+            bool known;
+            if (inl || tsim_planner_options_set(&base, name, NULL, &known, &err))
+                return tsim_cli_usage_error(cmd, "--%s takes no value", name);
+            continue;
+        }
+        static const char *const own[] = {"planners", "records", "shapes", "rpn", "ranks-per-node",
+                                          "seed", "read", "format"};
+        bool is_own = false;
+        for (size_t q = 0; q < sizeof own / sizeof own[0]; q++)
+            is_own = is_own || strcmp(name, own[q]) == 0;
+        if (!is_own && !tsim_planner_option_exists(name))
+            return tsim_cli_usage_error(cmd, "unknown option '%s'", it.argv[it.i - 1]);
+        const char *val = tsim_arg_value(&it, inl);
+        if (!val)
+            return tsim_cli_usage_error(cmd, "option -%s%s needs a value", name[1] ? "-" : "", name);
+        int rc = TSIM_OK;
+        if (strcmp(name, "planners") == 0)
+            planners_arg = val;
+        else if (strcmp(name, "records") == 0)
+            rc = tsim_parse_int64(val, 1, INT64_C(100000000), &records, "--records", &err);
+        else if (strcmp(name, "shapes") == 0)
+            shapes_arg = val;
+        else if (strcmp(name, "rpn") == 0 || strcmp(name, "ranks-per-node") == 0)
+            rc = tsim_parse_int(val, 1, 4096, &rpn, "--rpn", &err);
+        else if (strcmp(name, "seed") == 0)
+            rc = tsim_parse_int64(val, 0, INT64_MAX, &seed, "--seed", &err);
+        else if (strcmp(name, "read") == 0)
+            read_path = val;
+        else if (strcmp(name, "format") == 0)
+            rc = tsim_format_parse(val, &fmt, &err);
+        else {
+            bool known;
+            rc = tsim_planner_options_set(&base, name, val, &known, &err);
+            phase3_given = phase3_given || strcmp(name, "taot-phase3") == 0;
+        }
+        if (rc)
+            return tsim_cli_usage_error(cmd, "%s", err.msg);
+    }
+
+    const bool run_latency = !read_path || planners_arg || shapes_arg;
+    bench_shape shapes[MAX_SHAPES];
+    int n_shapes = 0;
+    static tsim_planner planners[MAX_PLANNERS];
+    int n_planners = 0;
+    if (run_latency) {
+        if (parse_shapes(shapes_arg ? shapes_arg : DEFAULT_SHAPES, shapes, &n_shapes, &err))
+            return tsim_cli_usage_error(cmd, "%s", err.msg);
+        if (build_planner_list(planners_arg, &base, !phase3_given, planners, &n_planners, &err))
+            return tsim_cli_usage_error(cmd, "%s", err.msg);
+    }
+
+    tsim_bench_read_result rd = {0};
+    bool have_read = false;
+    if (read_path) {
+        if (tsim_bench_read(read_path, &rd, &err))
+            return tsim_cli_fail(cmd, &err);
+        have_read = true;
+    }
+
+    bench_row *rows = NULL;
+    int n_rows = 0;
+    int status = 0;
+    if (run_latency) {
+        rows = calloc((size_t)(n_shapes * n_planners), sizeof *rows);
+        if (!rows) {
+            tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+            return tsim_cli_fail(cmd, &err);
+        }
+        tsim_progress progress;
+        tsim_progress_start(&progress, "bench");
+        int64_t done = 0, total = records * n_shapes * n_planners;
+        for (int s = 0; s < n_shapes; s++) {
+            tsim_topology topo;
+            if (tsim_topology_init(&topo, shapes[s].R, shapes[s].E, rpn, shapes[s].K, NULL, &err)) {
+                status = tsim_cli_usage_error(cmd, "%s", err.msg);
+                goto out;
+            }
+            for (int p = 0; p < n_planners; p++) {
+                bench_row *row = &rows[n_rows++];
+                row->options = tsim_vector_options_json(planners[p].desc->name, topo.slots, topo.ranks_per_node,
+                                                        &planners[p].opts);
+                bench_one(&planners[p], &topo, records, (uint64_t)seed, row, &progress, &done, total);
+            }
+            tsim_topology_free(&topo);
+        }
+        tsim_progress_finish(&progress);
+    }
+
+    int prc = fmt == TSIM_FORMAT_JSON
+                  ? print_json(stdout, rows, n_rows, records, (uint64_t)seed, rpn, have_read ? &rd : NULL, read_path)
+                  : print_table(stdout, fmt, rows, n_rows, have_read ? &rd : NULL, read_path);
+    if (prc || fflush(stdout)) {
+        tsim_error_set(&err, TSIM_E_INTERNAL, "cannot write the results");
+        status = tsim_cli_fail(cmd, &err);
+        goto out;
+    }
+    /* The batched GPU comparison (gpu/taot_gpu.h), markdown only. */
+    if (run_latency && base.taot.device == TSIM_DEVICE_GPU) {
+        if (fmt != TSIM_FORMAT_MD) {
+            fprintf(stderr, "taotsim bench: the batched GPU table is printed with --format md only\n");
+        } else {
+            char why[512];
+            if (!tsim_taot_gpu_available(why, sizeof why)) {
+                fprintf(stderr, "taotsim bench: no batched GPU table: %s\n", why);
+            } else {
+                fputc('\n', stdout);
+                const int gpu_records = records < 100000 ? (int)records : 100000;
+                int rc = tsim_taot_gpu_bench(stdout, gpu_records, (uint64_t)seed, &err);
+                fflush(stdout);
+                if (rc)
+                    status = tsim_cli_fail(cmd, &err);
+            }
+        }
+    }
+out:
+    for (int i = 0; i < n_rows; i++)
+        cJSON_Delete(rows[i].options);
+    free(rows);
+    return status;
+}
