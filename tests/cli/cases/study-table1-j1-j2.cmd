@@ -1,0 +1,1 @@
+$TAOTSIM table1 -j 1 --format json | grep -v "\"command\"" > $TMP/a && $TAOTSIM table1 -j 2 --format json | grep -v "\"command\"" > $TMP/b && cmp $TMP/a $TMP/b && $TAOTSIM table1 -j 1 > $TMP/c && $TAOTSIM table1 -j 2 > $TMP/d && cmp $TMP/c $TMP/d && echo identical

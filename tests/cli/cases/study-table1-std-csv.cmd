@@ -1,0 +1,1 @@
+$TAOTSIM table1 --std --planners taot,echo -j 1 --format csv
