@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
 #include "split.h"
 
 typedef struct {
@@ -30,28 +31,6 @@ typedef struct {
     tsim_split_scratch split;
 } echo_state;
 
-/* Stable merge sort of idx[0..n) by key[idx]: descending when desc, else
- * ascending; equal keys keep their input order. tmp holds n ints. */
-static void sort_stable(int *idx, int n, const int64_t *key, bool desc, int *tmp)
-{
-    for (int width = 1; width < n; width *= 2) {
-        for (int lo = 0; lo < n; lo += 2 * width) {
-            int mid = lo + width < n ? lo + width : n;
-            int hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int a = lo, b = mid, o = lo;
-            while (a < mid && b < hi) {
-                int64_t ka = key[idx[a]], kb = key[idx[b]];
-                bool take_a = desc ? ka >= kb : ka <= kb;
-                tmp[o++] = take_a ? idx[a++] : idx[b++];
-            }
-            while (a < mid)
-                tmp[o++] = idx[a++];
-            while (b < hi)
-                tmp[o++] = idx[b++];
-        }
-        memcpy(idx, tmp, sizeof *idx * (size_t)n);
-    }
-}
 
 int tsim_echo_bucket(int64_t spill, int64_t avg)
 {
@@ -86,7 +65,7 @@ int64_t tsim_echo_spill(void *state, const int64_t *tpe, int64_t *load, int64_t 
         const int32_t *mine = s->rank_experts + (size_t)r * (size_t)hpr;
         for (int i = 0; i < hpr; i++)
             s->rank_buf[i] = mine[i];
-        sort_stable(s->rank_buf, hpr, tpe, false, s->sort_tmp);
+        tsim_sort_stable_by_key(s->rank_buf, hpr, tpe, false, s->sort_tmp);
         int64_t run = 0, prev = 0;
         for (int i = 0; i < hpr; i++) {
             int e = s->rank_buf[i];
@@ -201,8 +180,8 @@ int tsim_echo_assign(void *state, const int64_t *spill, const int64_t *spare, in
         if (spare[r] > 0)
             s->cold[ncold++] = r;
     }
-    sort_stable(s->hot, nhot, s->left, true, s->sort_tmp);
-    sort_stable(s->cold, ncold, s->spare, true, s->sort_tmp);
+    tsim_sort_stable_by_key(s->hot, nhot, s->left, true, s->sort_tmp);
+    tsim_sort_stable_by_key(s->cold, ncold, s->spare, true, s->sort_tmp);
     if (s->K == 1)
         return bin_pack(s, nhot, ncold, avg, out, err);
     return greedy(s, nhot, ncold, out, err);

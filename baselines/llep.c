@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
+
 typedef struct {
     int R, E;
     tsim_llep_options opt;
@@ -27,27 +29,6 @@ typedef struct {
     int64_t *piece_tokens; /* [R + 1] */
 } llep_state;
 
-/* Stable merge sort of idx[0..n) by key[idx], descending when desc. */
-static void sort_stable(int *idx, int n, const int64_t *key, bool desc, int *tmp)
-{
-    for (int width = 1; width < n; width *= 2) {
-        for (int lo = 0; lo < n; lo += 2 * width) {
-            int mid = lo + width < n ? lo + width : n;
-            int hi = lo + 2 * width < n ? lo + 2 * width : n;
-            int a = lo, b = mid, o = lo;
-            while (a < mid && b < hi) {
-                int64_t ka = key[idx[a]], kb = key[idx[b]];
-                bool take_a = desc ? ka >= kb : ka <= kb;
-                tmp[o++] = take_a ? idx[a++] : idx[b++];
-            }
-            while (a < mid)
-                tmp[o++] = idx[a++];
-            while (b < hi)
-                tmp[o++] = idx[b++];
-        }
-        memcpy(idx, tmp, sizeof *idx * (size_t)n);
-    }
-}
 
 int64_t tsim_llep_capacity(int64_t total, int ranks, double alpha)
 {
@@ -213,7 +194,7 @@ static int llep_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_e
         s->rank_order[r] = r;
         s->rank_pos[r] = r;
     }
-    sort_stable(s->rank_order, R, s->load0, false, s->sort_tmp);
+    tsim_sort_stable_by_key(s->rank_order, R, s->load0, false, s->sort_tmp);
     for (int p = 0; p < R; p++)
         s->rank_pos[s->rank_order[p]] = p;
 
@@ -221,7 +202,7 @@ static int llep_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_e
     for (int e = 0; e < E; e++)
         if (s->tpe[e] > 0)
             s->expert_order[nexp++] = e;
-    sort_stable(s->expert_order, nexp, s->tpe, true, s->sort_tmp);
+    tsim_sort_stable_by_key(s->expert_order, nexp, s->tpe, true, s->sort_tmp);
 
     for (int i = 0; i < nexp; i++) {
         const int e = s->expert_order[i], n = s->home[e];

@@ -428,17 +428,10 @@ static int build_planner_list(const char *arg, const tsim_planner_options *base,
         if (strcmp(tok, "taot") == 0 && both_variants)
             specs[1] = "taot-split=taot:--taot-phase3=split";
         for (int q = 0; q < 2 && specs[q]; q++) {
-            if (*n == MAX_PLANNERS)
-                return tsim_error_set(err, TSIM_E_INPUT, "at most %d planners", MAX_PLANNERS);
-            if (tsim_planner_spec_parse(&planners[*n], specs[q], base, err))
+            if (tsim_planner_list_add(planners, MAX_PLANNERS, n, specs[q], base, err))
                 return TSIM_E_INPUT;
             if (q == 0 && specs[1])
-                planners[*n].opts.taot.phase3 = TSIM_TAOT_AUCTION;
-            for (int i = 0; i < *n; i++)
-                if (strcmp(planners[i].label, planners[*n].label) == 0)
-                    return tsim_error_set(err, TSIM_E_INPUT, "planner label '%s' appears twice; use LABEL=NAME",
-                                          planners[i].label);
-            (*n)++;
+                planners[*n - 1].opts.taot.phase3 = TSIM_TAOT_AUCTION;
         }
     }
     if (*n == 0)

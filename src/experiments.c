@@ -128,59 +128,54 @@ typedef struct {
 
 static int planner_list_parse(planner_list *pl, const char *list, const tsim_planner_options *base, tsim_error *err)
 {
-    pl->n = 0;
-    char buf[2048];
-    if (strlen(list) >= sizeof buf)
-        return tsim_error_set(err, TSIM_E_INPUT, "--planners list is too long");
-    snprintf(buf, sizeof buf, "%s", list);
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        if (pl->n == 32)
-            return tsim_error_set(err, TSIM_E_INPUT, "at most 32 planners");
-        int rc = tsim_planner_spec_parse(&pl->planners[pl->n], tok, base, err);
-        if (rc)
-            return rc;
-        for (int i = 0; i < pl->n; i++)
-            if (strcmp(pl->planners[i].label, pl->planners[pl->n].label) == 0)
-                return tsim_error_set(err, TSIM_E_INPUT, "planner label '%s' appears twice; use LABEL=NAME",
-                                      pl->planners[i].label);
-        pl->n++;
-    }
-    if (pl->n == 0)
-        return tsim_error_set(err, TSIM_E_INPUT, "--planners is empty");
-    return TSIM_OK;
+    return tsim_planner_list_parse(list, base, pl->planners, 32, &pl->n, err);
 }
 
-/* Runs each planner in its own session so that one that cannot fit this
- * topology (LPLB's graphs) yields an n/a row instead of failing the grid.
- * rows[n] are filled (planner name, ok or error). */
+/* Runs one planner over the record set in its own session, so that one that
+ * cannot fit this topology (LPLB's graphs) yields an n/a row instead of
+ * failing the grid. With transfers (may be NULL), the per-record intra and
+ * inter series are handed over to the caller (sweep re-weights them). */
+static int run_planner(const record_set *rs, const tsim_planner *planner, int slots, double lambda_eval,
+                       const tsim_study_config *c, tsim_study_row *row, tsim_series transfers[2], tsim_error *err)
+{
+    snprintf(row->planner, sizeof row->planner, "%s", planner->label);
+    tsim_session s;
+    tsim_error init_err = {0};
+    int rc = tsim_session_init(&s, rs->ranks, rs->experts, rs->ranks_per_node, slots, rs->home, planner, 1,
+                               lambda_eval, &init_err);
+    if (rc == TSIM_E_INPUT) {
+        row->ok = false;
+        snprintf(row->error, sizeof row->error, "%s", init_err.msg);
+        return TSIM_OK;
+    }
+    if (rc) {
+        *err = init_err;
+        return rc;
+    }
+    s.timing = c->timing;
+    s.step_model_on = c->step_model_on;
+    s.step_model = c->step_model;
+    for (int i = 0; i < rs->n && rc == TSIM_OK; i++)
+        rc = tsim_session_record(&s, &rs->recs[i], err);
+    if (rc == TSIM_OK) {
+        tsim_study_row_from_session(row, &s, 0);
+        if (transfers) {
+            transfers[0] = s.results[0].metrics[TSIM_M_INTRA];
+            transfers[1] = s.results[0].metrics[TSIM_M_INTER];
+            memset(&s.results[0].metrics[TSIM_M_INTRA], 0, sizeof(tsim_series));
+            memset(&s.results[0].metrics[TSIM_M_INTER], 0, sizeof(tsim_series));
+        }
+    }
+    tsim_session_free(&s);
+    return rc;
+}
+
+/* Every planner over the record set: rows[n] are filled. */
 static int run_planners(const record_set *rs, const tsim_planner *planners, int n, int slots, double lambda_eval,
                         const tsim_study_config *c, tsim_study_row *rows, tsim_error *err)
 {
     for (int p = 0; p < n; p++) {
-        tsim_study_row *row = &rows[p];
-        snprintf(row->planner, sizeof row->planner, "%s", planners[p].label);
-        tsim_session s;
-        tsim_error init_err = {0};
-        int rc = tsim_session_init(&s, rs->ranks, rs->experts, rs->ranks_per_node, slots, rs->home, &planners[p], 1,
-                                   lambda_eval, &init_err);
-        if (rc == TSIM_E_INPUT) {
-            row->ok = false;
-            snprintf(row->error, sizeof row->error, "%s", init_err.msg);
-            continue;
-        }
-        if (rc) {
-            *err = init_err;
-            return rc;
-        }
-        s.timing = c->timing;
-        s.step_model_on = c->step_model_on;
-        s.step_model = c->step_model;
-        for (int i = 0; i < rs->n && rc == TSIM_OK; i++)
-            rc = tsim_session_record(&s, &rs->recs[i], err);
-        if (rc == TSIM_OK)
-            tsim_study_row_from_session(row, &s, 0);
-        tsim_session_free(&s);
+        int rc = run_planner(rs, &planners[p], slots, lambda_eval, c, &rows[p], NULL, err);
         if (rc)
             return rc;
     }
@@ -542,36 +537,9 @@ static int sweep_job(void *ctx_, int lp, tsim_error *err)
     for (int p = 0; p < n; p++) {
         tsim_planner pl = ctx->pl.planners[p];
         pl.opts.lambda_plan = c->lambda_plans[lp];
-        tsim_study_row *row = &ctx->rows[(size_t)lp * (size_t)n + (size_t)p];
-        snprintf(row->planner, sizeof row->planner, "%s", pl.label);
-        tsim_session s;
-        tsim_error init_err = {0};
-        int rc = tsim_session_init(&s, ctx->rs->ranks, ctx->rs->experts, ctx->rs->ranks_per_node, c->slots,
-                                   ctx->rs->home, &pl, 1, c->lambda_eval, &init_err);
-        if (rc == TSIM_E_INPUT) {
-            row->ok = false;
-            snprintf(row->error, sizeof row->error, "%s", init_err.msg);
-            continue;
-        }
-        if (rc) {
-            *err = init_err;
-            return rc;
-        }
-        s.timing = c->timing;
-        s.step_model_on = c->step_model_on;
-        s.step_model = c->step_model;
-        for (int i = 0; i < ctx->rs->n && rc == TSIM_OK; i++)
-            rc = tsim_session_record(&s, &ctx->rs->recs[i], err);
-        if (rc == TSIM_OK) {
-            tsim_study_row_from_session(row, &s, 0);
-            tsim_series *ii = &ctx->intra_inter[((size_t)lp * (size_t)n + (size_t)p) * 2];
-            /* keep the per-record transfer counts: weighted at any lambda_eval follows */
-            ii[0] = s.results[0].metrics[TSIM_M_INTRA];
-            ii[1] = s.results[0].metrics[TSIM_M_INTER];
-            memset(&s.results[0].metrics[TSIM_M_INTRA], 0, sizeof(tsim_series));
-            memset(&s.results[0].metrics[TSIM_M_INTER], 0, sizeof(tsim_series));
-        }
-        tsim_session_free(&s);
+        size_t cell = (size_t)lp * (size_t)n + (size_t)p;
+        int rc = run_planner(ctx->rs, &pl, c->slots, c->lambda_eval, c, &ctx->rows[cell], &ctx->intra_inter[cell * 2],
+                             err);
         if (rc)
             return rc;
     }

@@ -242,6 +242,40 @@ int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planne
     return TSIM_OK;
 }
 
+int tsim_planner_list_add(tsim_planner *out, int max, int *n, const char *spec, const tsim_planner_options *base,
+                          tsim_error *err)
+{
+    if (*n >= max)
+        return tsim_error_set(err, TSIM_E_INPUT, "at most %d planners", max);
+    int rc = tsim_planner_spec_parse(&out[*n], spec, base, err);
+    if (rc)
+        return rc;
+    for (int i = 0; i < *n; i++)
+        if (strcmp(out[i].label, out[*n].label) == 0)
+            return tsim_error_set(err, TSIM_E_INPUT, "planner label '%s' appears twice; use LABEL=NAME", out[i].label);
+    (*n)++;
+    return TSIM_OK;
+}
+
+int tsim_planner_list_parse(const char *list, const tsim_planner_options *base, tsim_planner *out, int max, int *n,
+                            tsim_error *err)
+{
+    char buf[2048];
+    *n = 0;
+    if (strlen(list) >= sizeof buf)
+        return tsim_error_set(err, TSIM_E_INPUT, "--planners list is too long");
+    snprintf(buf, sizeof buf, "%s", list);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int rc = tsim_planner_list_add(out, max, n, tok, base, err);
+        if (rc)
+            return rc;
+    }
+    if (*n == 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "--planners is empty");
+    return TSIM_OK;
+}
+
 int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err)
 {
     int rc = p->desc->init(&p->state, topo, &p->opts, err);

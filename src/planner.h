@@ -88,6 +88,13 @@ typedef struct {
 /* Parses one entry of --planners: NAME, or LABEL=NAME, or LABEL=NAME:--opt=v:--flag
  * (options after the planner name separated by ':'), applied on top of base. */
 int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planner_options *base, tsim_error *err);
+/* Appends one --planners entry to out[0..*n), rejecting a label already there. */
+int tsim_planner_list_add(tsim_planner *out, int max, int *n, const char *spec, const tsim_planner_options *base,
+                          tsim_error *err);
+/* Parses a comma-separated --planners list into out[0..max-1]; *n receives
+ * the count (at least one). */
+int tsim_planner_list_parse(const char *list, const tsim_planner_options *base, tsim_planner *out, int max, int *n,
+                            tsim_error *err);
 int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err);
 void tsim_planner_stop(tsim_planner *p);
 

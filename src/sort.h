@@ -1,0 +1,14 @@
+/* Allocation-free stable sorting for planners (glibc's qsort may malloc and
+ * is not stable; planners must not allocate per record and ties must keep
+ * index order). */
+#ifndef TSIM_SORT_H
+#define TSIM_SORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Stable bottom-up merge sort of idx[0..n) by key[idx[i]], descending when
+ * desc, else ascending; equal keys keep their input order. tmp holds n ints. */
+void tsim_sort_stable_by_key(int *idx, int n, const int64_t *key, bool desc, int *tmp);
+
+#endif
