@@ -20,7 +20,7 @@ int tsim_trace_format_from_path(const char *path, tsim_trace_format *fmt, tsim_e
 
 typedef struct {
     int experts;          /* E */
-    int ep;               /* R: as stored in the file (before any --ep rebucketing) */
+    int ep;               /* R: the effective EP size (after any --ep rebucketing; tsim_reader_source_ep gives the file's) */
     int ranks_per_node;   /* rpn (default 8) */
     int topk;             /* 0 when absent */
     int32_t *home;        /* [E] or NULL for contiguous blocks */
@@ -57,6 +57,18 @@ int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err);
 
 /* Number of records read so far. */
 int64_t tsim_reader_count(const tsim_reader *r);
+
+/* The library never prints: warnings (unknown keys, one per key name) queue
+ * in the reader. Returns the oldest pending warning, or NULL when none; the
+ * string stays valid until the next call or tsim_reader_close. Commands drain
+ * it after tsim_reader_open and after each tsim_reader_next. */
+const char *tsim_reader_take_warning(tsim_reader *r);
+
+/* The EP size stored in the file (the header reports the effective one). */
+int tsim_reader_source_ep(const tsim_reader *r);
+
+/* Uncompressed bytes parsed so far (for throughput measurements). */
+int64_t tsim_reader_bytes(const tsim_reader *r);
 
 /* Bytes of the input file consumed so far and its size (for progress;
  * compressed bytes for .gz). */

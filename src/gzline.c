@@ -1,0 +1,194 @@
+#include "gzline.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define INITIAL_CAP ((size_t)256 << 10)
+
+static int fail(tsim_gzline *s, long line, tsim_error *err, const char *what, const char *detail)
+{
+    if (detail)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld: %s: %s", s->path, line, what, detail);
+    return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld: %s", s->path, line, what);
+}
+
+int tsim_gzline_open(tsim_gzline *s, const char *path, bool gz, size_t max_line, tsim_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    s->fd = -1;
+    s->max_line = max_line ? max_line : TSIM_GZLINE_DEFAULT_MAX;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+        close(fd);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot read: it is a directory", path);
+    }
+    s->file_size = S_ISREG(st.st_mode) ? (int64_t)st.st_size : 0;
+
+    /* The name decides the format; say so when the content disagrees. */
+    unsigned char magic[2] = {0, 0};
+    ssize_t got = pread(fd, magic, sizeof magic, 0);
+    bool is_gzip = got == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+    if (gz && !is_gzip && S_ISREG(st.st_mode)) {
+        close(fd);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s:1: not a gzip file, though its name ends in .gz", path);
+    }
+    if (!gz && is_gzip) {
+        close(fd);
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s:1: the file is gzip-compressed; name it with a .gz suffix to read it", path);
+    }
+
+    s->cap = INITIAL_CAP;
+    if (s->cap > s->max_line + 2)
+        s->cap = s->max_line + 2;
+    s->buf = malloc(s->cap);
+    if (!s->buf) {
+        close(fd);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
+    if (gz) {
+        gzFile g = gzdopen(fd, "rb");
+        if (!g) {
+            close(fd);
+            free(s->buf);
+            s->buf = NULL;
+            return tsim_error_set(err, TSIM_E_INTERNAL, "%s: zlib could not open the file", path);
+        }
+        gzbuffer(g, 128u << 10);
+        s->gz = g;
+    } else {
+        s->fd = fd;
+    }
+    return TSIM_OK;
+}
+
+/* Reads more bytes after s->end. Returns 0, or an error status. */
+static int fill(tsim_gzline *s, tsim_error *err)
+{
+    size_t room = s->cap - s->end - 1; /* one byte kept for the NUL */
+    if (room > (size_t)INT_MAX)
+        room = (size_t)INT_MAX;
+    if (s->gz) {
+        gzFile g = s->gz;
+        int n = gzread(g, s->buf + s->end, (unsigned)room);
+        int errnum = Z_OK;
+        const char *msg = gzerror(g, &errnum);
+        /* zlib prefixes its own name for the file, "<fd:N>: "; we name it ourselves. */
+        const char *own = strncmp(msg, "<fd:", 4) == 0 ? strstr(msg, ">: ") : NULL;
+        if (own)
+            msg = own + 3;
+        if (n < 0 || (errnum != Z_OK && errnum != Z_BUF_ERROR)) {
+            if (errnum == Z_ERRNO)
+                return fail(s, s->line + 1, err, "read error", strerror(errno));
+            return fail(s, s->line + 1, err, "corrupt gzip data", msg);
+        }
+        if (n == 0) {
+            /* zlib reports a cut-off stream as Z_BUF_ERROR at the end, not as -1. */
+            if (errnum == Z_BUF_ERROR)
+                return fail(s, s->line + 1, err, "truncated gzip file (the compressed data ends early)", NULL);
+            s->eof = true;
+        }
+        s->end += (size_t)n;
+        return TSIM_OK;
+    }
+    for (;;) {
+        ssize_t n = read(s->fd, s->buf + s->end, room);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return fail(s, s->line + 1, err, "read error", strerror(errno));
+        if (n == 0)
+            s->eof = true;
+        s->end += (size_t)n;
+        return TSIM_OK;
+    }
+}
+
+int tsim_gzline_next(tsim_gzline *s, char **line, size_t *len, tsim_error *err)
+{
+    for (;;) {
+        size_t avail = s->end - s->start;
+        char *from = s->buf + s->start;
+        char *nl = avail > s->scan ? memchr(from + s->scan, '\n', avail - s->scan) : NULL;
+        if (nl) {
+            size_t n = (size_t)(nl - from);
+            if (n > s->max_line)
+                break;
+            *nl = '\0';
+            *line = from;
+            *len = n;
+            s->start += n + 1;
+            s->scan = 0;
+            s->line++;
+            s->bytes += (int64_t)n + 1;
+            return 1;
+        }
+        s->scan = avail;
+        if (avail > s->max_line)
+            break;
+        if (s->eof) {
+            if (avail == 0)
+                return 0;
+            /* A last line without a newline. */
+            from[avail] = '\0';
+            *line = from;
+            *len = avail;
+            s->start = s->end;
+            s->scan = 0;
+            s->line++;
+            s->bytes += (int64_t)avail;
+            return 1;
+        }
+        if (s->start > 0) {
+            memmove(s->buf, from, avail);
+            s->start = 0;
+            s->end = avail;
+        }
+        if (s->end + 1 >= s->cap) {
+            size_t cap = s->cap * 2;
+            if (cap > s->max_line + 2)
+                cap = s->max_line + 2;
+            char *p = realloc(s->buf, cap);
+            if (!p)
+                return tsim_error_set(err, TSIM_E_INTERNAL, "%s:%ld: out of memory for a %zu-byte line", s->path,
+                                      s->line + 1, cap);
+            s->buf = p;
+            s->cap = cap;
+        }
+        int rc = fill(s, err);
+        if (rc)
+            return rc;
+    }
+    return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld: line is longer than the limit of %zu bytes", s->path, s->line + 1,
+                          s->max_line);
+}
+
+int64_t tsim_gzline_offset(const tsim_gzline *s)
+{
+    if (s->gz) {
+        z_off_t off = gzoffset((gzFile)s->gz);
+        return off < 0 ? 0 : (int64_t)off;
+    }
+    return s->bytes;
+}
+
+void tsim_gzline_close(tsim_gzline *s)
+{
+    if (s->gz)
+        gzclose_r((gzFile)s->gz);
+    else if (s->fd >= 0)
+        close(s->fd);
+    free(s->buf);
+    memset(s, 0, sizeof *s);
+    s->fd = -1;
+}

@@ -1,0 +1,132 @@
+/* Internals shared by the trace reader and writer files (trace.c,
+ * trace_json.c, trace_csv.c, trace_write.c). Not part of the library API. */
+#ifndef TSIM_TRACE_INTERNAL_H
+#define TSIM_TRACE_INTERNAL_H
+
+#include <cjson/cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gzline.h"
+#include "trace.h"
+
+/* How many distinct unknown key names get their own warning; past that, one
+ * last warning says the rest are ignored silently (keeps memory bounded). */
+#define TSIM_WARN_KEYS_MAX 64
+/* Layers remembered per microbatch for the duplicate check. */
+#define TSIM_SEEN_LAYERS_MAX 65536
+/* microbatch and layer must be exact in a double (cJSON parses numbers as doubles). */
+#define TSIM_MAX_INDEX ((INT64_C(1) << 53) - 1)
+/* Tokens in one record, so that loads and sums downstream never overflow int64. */
+#define TSIM_MAX_RECORD_TOTAL (INT64_C(1) << 62)
+
+enum { REC_NONE = 0, REC_COUNTS = 1, REC_EXPERT_COUNTS = 2 };
+
+/* One record as parsed, before the even split and the checks shared by every
+ * format. Its numbers are in the reader's buffers (see tsim_reader_row). */
+typedef struct {
+    int64_t microbatch;
+    int64_t layer;
+    int kind;
+    long line;
+    char tag[TSIM_TAG_MAX];
+} tsim_raw_record;
+
+struct tsim_reader {
+    char *path;
+    tsim_trace_format fmt;
+    tsim_trace_header hdr; /* effective: ep and rpn after the options */
+    int file_ep;           /* rows of "counts" in the file */
+    bool rebucket;         /* file_ep != hdr.ep: rows are summed, then split again */
+    char *dataset;         /* filter, or NULL */
+
+    tsim_record rec;  /* hdr.ep x experts, returned to the caller */
+    int64_t *tpe;     /* [E] per-expert totals (expert_counts, CSV, rebucketing) */
+    int64_t *scratch; /* [E] one "counts" row when rebucketing */
+
+    int64_t produced;    /* records returned */
+    int64_t raw_records; /* records parsed (before the dataset filter) */
+    bool finished;
+    int sticky_rc; /* once an error was returned, every later call returns it */
+    tsim_error sticky;
+
+    /* warnings: a FIFO of messages, and the unknown key names already warned about */
+    char **warnings;
+    size_t warn_n, warn_cap, warn_head;
+    char *warn_taken; /* the string last handed out */
+    char *warned_keys[TSIM_WARN_KEYS_MAX];
+    int warned_n;
+    bool warned_overflow;
+
+    /* duplicate check: layers seen in the current (tag, microbatch) run */
+    bool have_prev;
+    int64_t prev_microbatch;
+    char prev_tag[TSIM_TAG_MAX];
+    void *seen_slots; /* open addressing hash set of layers (trace.c) */
+    size_t seen_cap, seen_n;
+    uint64_t seen_gen; /* slots of older generations count as empty */
+
+    /* JSONL and CSV */
+    tsim_gzline lines;
+    bool lines_open;
+
+    /* JSON document: the whole text, and where the records array stands */
+    char *text;
+    size_t text_len;
+    size_t pos;     /* next byte to read in the records array */
+    size_t line_at; /* byte offset whose line number is line_no */
+    long line_no;
+    bool records_begun; /* the first element has been read */
+
+    /* CSV */
+    bool csv_has_index;
+    long csv_fields;
+    struct csv_field *csv_row; /* [csv_fields] */
+
+    /* reads the next record into the buffers: 1, 0 at the end, or an error */
+    int (*next_raw)(tsim_reader *r, tsim_raw_record *raw, tsim_error *err);
+};
+
+/* trace.c */
+/* "a number", "a string", ...: what a JSON value is, for messages. */
+const char *tsim_json_type_name(const cJSON *v);
+/* A number as the file wrote it, closely enough for a message. */
+void tsim_number_text(char *buf, size_t cap, double v);
+/* True for a line of spaces, tabs and carriage returns only. */
+bool tsim_line_blank(const char *s);
+int tsim_reader_warn(tsim_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Warns once per unknown key name; where is "path:line" or "path:line: record N". */
+int tsim_reader_warn_key(tsim_reader *r, const char *where, const char *context, const char *key);
+/* Validates a header object (JSONL line 1, or the JSON document's keys
+ * gathered in one object) into r->hdr and r->file_ep. key_line(ctx, key)
+ * gives the line of a key for messages. */
+typedef long (*tsim_key_line_fn)(const void *ctx, const char *key);
+int tsim_reader_parse_header(tsim_reader *r, const cJSON *obj, tsim_key_line_fn key_line, const void *ctx,
+                             long obj_line, tsim_error *err);
+/* Allocates the record buffers for r->hdr (limits already checked). */
+int tsim_reader_alloc_buffers(tsim_reader *r, tsim_error *err);
+/* Where row `row` of "counts" goes: straight into the record, or into scratch
+ * when rebucketing (then tsim_reader_row_done adds it to the totals). */
+static inline int64_t *tsim_reader_row(tsim_reader *r, int row)
+{
+    return r->rebucket ? r->scratch : r->rec.counts + (size_t)row * (size_t)r->hdr.experts;
+}
+void tsim_reader_row_done(tsim_reader *r);
+/* Zeroes the totals before a record whose "counts" rows are being summed. */
+void tsim_reader_begin_counts(tsim_reader *r);
+
+/* trace_json.c */
+int tsim_json_open(tsim_reader *r, tsim_error *err);  /* JSON document */
+int tsim_jsonl_open(tsim_reader *r, tsim_error *err); /* JSONL(.gz) */
+/* Parses one record object (already a cJSON tree) into the buffers. */
+int tsim_record_from_cjson(tsim_reader *r, const cJSON *obj, const char *where, tsim_raw_record *raw, tsim_error *err);
+
+/* trace_csv.c */
+int tsim_csv_open(tsim_reader *r, bool gz, const tsim_read_options *opts, tsim_error *err);
+
+/* Test hook: the longest line the JSONL and CSV readers accept (0 = default). */
+void tsim_trace_set_max_line(size_t bytes);
+size_t tsim_trace_max_line(void);
+
+#endif

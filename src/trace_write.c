@@ -1,0 +1,321 @@
+/* Trace writers: JSON document and JSON Lines (optionally gzip), streamed
+ * record by record into an atomic output file. Records are always written
+ * with "counts"; the same header and records always give the same bytes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "outfile.h"
+#include "topology.h"
+#include "trace_internal.h"
+
+#define FLUSH_AT ((size_t)1 << 16)
+
+struct tsim_writer {
+    tsim_outfile out;
+    tsim_trace_format fmt;
+    int ep, experts;
+    int64_t records;
+    char *path;
+    char *buf; /* pending text */
+    size_t len, cap;
+    bool gz;
+    z_stream z;
+    unsigned char *zbuf;
+};
+
+static int reserve(tsim_writer *w, size_t more, tsim_error *err)
+{
+    if (w->len + more <= w->cap)
+        return TSIM_OK;
+    size_t cap = w->cap ? w->cap : FLUSH_AT * 2;
+    while (cap < w->len + more)
+        cap *= 2;
+    char *p = realloc(w->buf, cap);
+    if (!p)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory while writing %s", w->path);
+    w->buf = p;
+    w->cap = cap;
+    return TSIM_OK;
+}
+
+static void put(tsim_writer *w, const char *s, size_t n)
+{
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+}
+
+static void put_str(tsim_writer *w, const char *s)
+{
+    put(w, s, strlen(s));
+}
+
+/* Decimal digits without printf: the writer's hot loop. */
+static void put_int(tsim_writer *w, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[n++] = '-';
+    while (n)
+        w->buf[w->len++] = tmp[--n];
+}
+
+/* A JSON string: quotes, backslashes and control bytes escaped. Needs 6 bytes
+ * of room per input byte plus 2. */
+static void put_json_string(tsim_writer *w, const char *s)
+{
+    static const char hex[] = "0123456789abcdef";
+    w->buf[w->len++] = '"';
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') {
+            w->buf[w->len++] = '\\';
+            w->buf[w->len++] = (char)ch;
+        } else if (ch < 0x20) {
+            put(w, "\\u00", 4);
+            w->buf[w->len++] = hex[ch >> 4];
+            w->buf[w->len++] = hex[ch & 15];
+        } else {
+            w->buf[w->len++] = (char)ch;
+        }
+    }
+    w->buf[w->len++] = '"';
+}
+
+static int emit(tsim_writer *w, const void *data, size_t n, int flush, tsim_error *err)
+{
+    if (!w->gz) {
+        if (n && fwrite(data, 1, n, w->out.fp) != n)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed", w->path);
+        return TSIM_OK;
+    }
+    w->z.next_in = (Bytef *)(uintptr_t)data;
+    w->z.avail_in = (uInt)n;
+    do {
+        w->z.next_out = w->zbuf;
+        w->z.avail_out = (uInt)FLUSH_AT;
+        int zrc = deflate(&w->z, flush);
+        if (zrc == Z_STREAM_ERROR)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "%s: zlib deflate failed", w->path);
+        size_t have = FLUSH_AT - w->z.avail_out;
+        if (have && fwrite(w->zbuf, 1, have, w->out.fp) != have)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed", w->path);
+    } while (w->z.avail_out == 0 || (flush == Z_FINISH && w->z.avail_in > 0));
+    return TSIM_OK;
+}
+
+static int drain(tsim_writer *w, tsim_error *err)
+{
+    int rc = emit(w, w->buf, w->len, Z_NO_FLUSH, err);
+    w->len = 0;
+    return rc;
+}
+
+static int check_header(const char *path, const tsim_trace_header *h, tsim_error *err)
+{
+    if (h->experts < 1 || h->experts > TSIM_MAX_EXPERTS)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: experts %d is out of range 1..%d", path, h->experts,
+                              TSIM_MAX_EXPERTS);
+    if (h->ep < 1 || h->ep > TSIM_MAX_RANKS)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: ep %d is out of range 1..%d", path, h->ep, TSIM_MAX_RANKS);
+    if (h->experts % h->ep != 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: experts %d is not divisible by ep %d", path, h->experts, h->ep);
+    if (h->ranks_per_node < 1 || h->ranks_per_node > TSIM_MAX_RANKS)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: ranks_per_node %d is out of range 1..%d", path, h->ranks_per_node,
+                              TSIM_MAX_RANKS);
+    if (h->topk < 0 || h->topk > h->experts)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: topk %d is out of range 0..%d", path, h->topk, h->experts);
+    if (h->meta && !cJSON_IsObject(h->meta))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: meta must be a JSON object", path);
+    if (h->home) {
+        tsim_topology t;
+        int rc = tsim_topology_init(&t, h->ep, h->experts, h->ranks_per_node, 0, h->home, err);
+        if (rc) {
+            tsim_error_prefix(err, "%s: home", path);
+            return rc;
+        }
+        tsim_topology_free(&t);
+    }
+    return TSIM_OK;
+}
+
+static void writer_free(tsim_writer *w)
+{
+    if (w->gz)
+        deflateEnd(&w->z);
+    free(w->zbuf);
+    free(w->buf);
+    free(w->path);
+    free(w);
+}
+
+int tsim_writer_open(tsim_writer **out, const char *path, const tsim_trace_header *h, tsim_error *err)
+{
+    *out = NULL;
+    tsim_trace_format fmt;
+    int rc = tsim_trace_format_from_path(path, &fmt, err);
+    if (rc)
+        return rc;
+    if (fmt == TSIM_FMT_CSV)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: CSV is an import format only; write .json, .jsonl or .jsonl.gz",
+                              path);
+    if ((rc = check_header(path, h, err)))
+        return rc;
+    char *meta = NULL;
+    if (h->meta && !(meta = cJSON_PrintUnformatted(h->meta)))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+
+    tsim_writer *w = calloc(1, sizeof *w);
+    if (!w || !(w->path = strdup(path))) {
+        free(w);
+        cJSON_free(meta);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
+    w->fmt = fmt;
+    w->ep = h->ep;
+    w->experts = h->experts;
+    if (fmt == TSIM_FMT_JSONL_GZ) {
+        w->zbuf = malloc(FLUSH_AT);
+        /* windowBits 15 + 16: a gzip wrapper with a zero timestamp, so the bytes are reproducible. */
+        if (!w->zbuf ||
+            deflateInit2(&w->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+            writer_free(w);
+            cJSON_free(meta);
+            return tsim_error_set(err, TSIM_E_INTERNAL, "zlib could not start a gzip stream");
+        }
+        w->gz = true;
+    }
+    size_t meta_len = meta ? strlen(meta) : 0;
+    rc = reserve(w, 512 + meta_len + (size_t)h->experts * 12, err);
+    if (!rc)
+        rc = tsim_outfile_open(&w->out, path, err);
+    if (rc) {
+        cJSON_free(meta);
+        writer_free(w);
+        return rc;
+    }
+
+    const bool doc = fmt == TSIM_FMT_JSON;
+    const char *sep = doc ? ",\n  " : ",";
+    const char *colon = doc ? ": " : ":";
+    put_str(w, doc ? "{\n  " : "{");
+    put_str(w, "\"format\"");
+    put_str(w, colon);
+    put_str(w, "\"moe-routing-trace\"");
+    static const char *const names[] = {"version", "experts", "ep", "ranks_per_node", "topk"};
+    const int values[] = {1, h->experts, h->ep, h->ranks_per_node, h->topk};
+    for (int i = 0; i < 5; i++) {
+        if (i == 4 && h->topk == 0)
+            continue;
+        put_str(w, sep);
+        put_json_string(w, names[i]);
+        put_str(w, colon);
+        put_int(w, values[i]);
+    }
+    if (h->home) {
+        put_str(w, sep);
+        put_str(w, "\"home\"");
+        put_str(w, colon);
+        put_str(w, "[");
+        for (int e = 0; e < h->experts; e++) {
+            if (e)
+                put_str(w, ",");
+            put_int(w, h->home[e]);
+        }
+        put_str(w, "]");
+    }
+    if (meta) {
+        put_str(w, sep);
+        put_str(w, "\"meta\"");
+        put_str(w, colon);
+        put(w, meta, meta_len);
+        cJSON_free(meta);
+    }
+    put_str(w, doc ? ",\n  \"records\": [" : "}\n");
+    *out = w;
+    return TSIM_OK;
+}
+
+int tsim_writer_write(tsim_writer *w, const tsim_record *rec, tsim_error *err)
+{
+    if (rec->ranks != w->ep || rec->experts != w->experts)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: record %lld is %d x %d, the trace is %d x %d", w->path,
+                              (long long)w->records + 1, rec->ranks, rec->experts, w->ep, w->experts);
+    if (rec->microbatch < 0 || rec->microbatch > TSIM_MAX_INDEX || rec->layer < 0 || rec->layer > TSIM_MAX_INDEX)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: record %lld has microbatch %lld, layer %lld", w->path,
+                              (long long)w->records + 1, (long long)rec->microbatch, (long long)rec->layer);
+    const size_t cells = (size_t)rec->ranks * (size_t)rec->experts;
+    for (size_t i = 0; i < cells; i++)
+        if (rec->counts[i] < 0 || rec->counts[i] > TSIM_MAX_COUNT)
+            return tsim_error_set(err, TSIM_E_INTERNAL,
+                                  "%s: record %lld has count %lld at rank %zu, expert %zu: not in 0..2^40", w->path,
+                                  (long long)w->records + 1, (long long)rec->counts[i], i / (size_t)rec->experts,
+                                  i % (size_t)rec->experts);
+    size_t tag_len = strnlen(rec->tag, TSIM_TAG_MAX - 1);
+    /* 14 digits for 2^40 plus a comma per cell, brackets per row. */
+    int rc = reserve(w, 128 + tag_len * 6 + cells * 15 + (size_t)rec->ranks * 4, err);
+    if (rc)
+        return rc;
+    const bool doc = w->fmt == TSIM_FMT_JSON;
+    if (doc)
+        put_str(w, w->records ? ",\n    " : "\n    ");
+    put_str(w, "{\"microbatch\":");
+    put_int(w, rec->microbatch);
+    put_str(w, ",\"layer\":");
+    put_int(w, rec->layer);
+    if (tag_len) {
+        char tag[TSIM_TAG_MAX];
+        memcpy(tag, rec->tag, tag_len);
+        tag[tag_len] = '\0';
+        put_str(w, ",\"dataset\":");
+        put_json_string(w, tag);
+    }
+    put_str(w, ",\"counts\":[");
+    for (int r = 0; r < rec->ranks; r++) {
+        const int64_t *row = rec->counts + (size_t)r * (size_t)rec->experts;
+        w->buf[w->len++] = r ? ',' : '[';
+        if (r)
+            w->buf[w->len++] = '[';
+        for (int e = 0; e < rec->experts; e++) {
+            if (e)
+                w->buf[w->len++] = ',';
+            put_int(w, row[e]);
+        }
+        w->buf[w->len++] = ']';
+    }
+    put_str(w, doc ? "]}" : "]}\n");
+    w->records++;
+    if (w->len >= FLUSH_AT)
+        return drain(w, err);
+    return TSIM_OK;
+}
+
+int tsim_writer_close(tsim_writer *w, bool commit, tsim_error *err)
+{
+    if (!w)
+        return TSIM_OK;
+    int rc = TSIM_OK;
+    if (commit) {
+        if (w->fmt == TSIM_FMT_JSON) {
+            rc = reserve(w, 16, err);
+            if (!rc)
+                put_str(w, w->records ? "\n  ]\n}\n" : "]\n}\n");
+        }
+        if (!rc)
+            rc = emit(w, w->buf, w->len, w->gz ? Z_FINISH : Z_NO_FLUSH, err);
+        w->len = 0;
+        if (!rc)
+            rc = tsim_outfile_commit(&w->out, err);
+    }
+    if (!commit || rc)
+        tsim_outfile_abort(&w->out);
+    writer_free(w);
+    return rc;
+}

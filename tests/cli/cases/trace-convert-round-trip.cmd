@@ -1,0 +1,1 @@
+{ $TAOTSIM convert traces/tiny-4rank.json $TMP/a.jsonl.gz && $TAOTSIM convert $TMP/a.jsonl.gz $TMP/b.jsonl && $TAOTSIM convert $TMP/b.jsonl $TMP/c.json && $TAOTSIM convert traces/tiny-4rank.json $TMP/d.json && cmp $TMP/c.json $TMP/d.json && echo "c.json and d.json are identical" && cat $TMP/b.jsonl $TMP/c.json; } 2>&1 | sed "s#$TMP/##g"

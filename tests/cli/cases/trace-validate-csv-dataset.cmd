@@ -1,0 +1,1 @@
+$TAOTSIM validate --format csv --dataset "wiki, en" --ep 2 tests/data/trace/routing.csv

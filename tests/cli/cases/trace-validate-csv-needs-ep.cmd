@@ -1,0 +1,1 @@
+$TAOTSIM validate tests/data/trace/routing.csv 2>&1

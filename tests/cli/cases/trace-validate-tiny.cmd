@@ -1,0 +1,1 @@
+$TAOTSIM validate traces/tiny-4rank.json

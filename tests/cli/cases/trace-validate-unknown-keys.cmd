@@ -1,0 +1,1 @@
+$TAOTSIM validate tests/data/trace/unknown-keys.jsonl 2>&1
