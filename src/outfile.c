@@ -79,7 +79,17 @@ int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err)
         return TSIM_OK;
     }
     snprintf(f->tmp_path, n + 32, "%s.tmp.XXXXXX", path);
+    /* SIGINT/SIGTERM held off until the handler knows the new file, so no
+     * signal can land between its creation and its registration. */
+    sigset_t block, saved;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigprocmask(SIG_BLOCK, &block, &saved);
     int fd = mkstemp(f->tmp_path);
+    if (fd >= 0)
+        pending_add(f->tmp_path);
+    sigprocmask(SIG_SETMASK, &saved, NULL);
     if (fd < 0) {
         int e = errno;
         free(f->tmp_path);
@@ -88,12 +98,23 @@ int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot create: %s", path, strerror(e));
     }
     fchmod(fd, 0644);
-    pending_add(f->tmp_path);
     f->fp = fdopen(fd, "w");
     if (!f->fp) {
         close(fd);
         tsim_outfile_abort(f);
         return tsim_error_set(err, TSIM_E_INTERNAL, "%s: fdopen failed", path);
+    }
+    return TSIM_OK;
+}
+
+int tsim_outfile_flush(tsim_outfile *f, tsim_error *err)
+{
+    if (!f->fp)
+        return TSIM_OK;
+    if (fflush(f->fp) != 0 || ferror(f->fp)) {
+        int e = errno;
+        const char *name = f->path ? f->path : "standard output";
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed: %s", name, strerror(e));
     }
     return TSIM_OK;
 }

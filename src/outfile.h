@@ -16,6 +16,10 @@ typedef struct {
 } tsim_outfile;
 
 int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err);
+/* Flushes and checks for write errors (e.g. a full disk) without committing:
+ * lets a command that writes several files find a failure in any of them
+ * before it renames the first into place. */
+int tsim_outfile_flush(tsim_outfile *f, tsim_error *err);
 /* Flushes, checks for write errors (e.g. a full disk), renames into place. */
 int tsim_outfile_commit(tsim_outfile *f, tsim_error *err);
 /* Removes the temporary file; safe to call after commit (does nothing). */

@@ -48,11 +48,17 @@ static void fmt(char *buf, size_t n, double v, int dec)
 
 static double mean_of(const tsim_session *s, int p, int m)
 {
-    const tsim_series *ser = &s->results[p].metrics[m];
-    double sum = 0;
-    for (size_t i = 0; i < ser->n; i++)
-        sum += ser->values[i];
-    return ser->n ? sum / (double)ser->n : 0.0;
+    return tsim_series_mean(&s->results[p].metrics[m]);
+}
+
+/* Per-record output needs every value: false when a series went bounded. */
+static bool all_exact(const tsim_session *s)
+{
+    for (int p = 0; p < s->n_planners; p++)
+        for (int m = 0; m < TSIM_M_COUNT; m++)
+            if (!tsim_series_exact(&s->results[p].metrics[m]))
+                return false;
+    return true;
 }
 
 static int print_summary_table(FILE *out, const tsim_session *s, tsim_format format)
@@ -206,6 +212,8 @@ cJSON *tsim_replay_json(const tsim_session *s, const tsim_replay_output_options 
 
 int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay_output_options *o, tsim_error *err)
 {
+    if (o->per_record && !all_exact(s))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "per-record output asked of a bounded-memory session");
     if (o->format == TSIM_FORMAT_JSON) {
         cJSON *root = tsim_replay_json(s, o);
         int rc = root ? tsim_json_print(out, root) : -1;

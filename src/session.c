@@ -128,3 +128,12 @@ tsim_summary tsim_session_summary(const tsim_session *s, int planner, tsim_metri
 {
     return tsim_series_summary(&s->results[planner].metrics[metric]);
 }
+
+void tsim_session_bound_memory(tsim_session *s, size_t exact_max)
+{
+    if (s->keep_ids)
+        return;
+    for (int i = 0; i < s->n_planners; i++)
+        for (int m = 0; m < TSIM_M_COUNT; m++)
+            tsim_series_bound(&s->results[i].metrics[m], exact_max);
+}

@@ -67,4 +67,11 @@ bool tsim_session_metric_on(const tsim_session *s, int metric);
 
 tsim_summary tsim_session_summary(const tsim_session *s, int planner, tsim_metric_id metric);
 
+/* Bounded memory for long replays: every metric series keeps its values up to
+ * exact_max records, then switches to the fixed-size summary of stats.h (mean,
+ * std, min, max exact; p50/p95 within 1%). Call after init, before the first
+ * record. Does nothing when keep_ids is set: per-record output needs every value. */
+#define TSIM_SESSION_EXACT_RECORDS 16384
+void tsim_session_bound_memory(tsim_session *s, size_t exact_max);
+
 #endif

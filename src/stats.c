@@ -1,11 +1,163 @@
 #include "stats.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The bounded summary of stats.h. Bin layout, in value order: negative
+ * magnitudes from the largest down ([0, MAG_BINS)), the zero bin (ZERO_BIN),
+ * positive magnitudes from the smallest up. -inf, +inf and NaN are counted
+ * apart (below, above) and never binned. */
+#define HIST_TINY 1e-12
+#define HIST_HUGE 1e16
+#define CHUNK_BINS 128
+#define MAG_BINS 6480 /* ceil(log(1e16 / 1e-12) / log(1.01)) + 1 */
+#define ZERO_BIN MAG_BINS
+#define ALL_BINS (2 * MAG_BINS + 1)
+#define N_CHUNKS ((ALL_BINS + CHUNK_BINS - 1) / CHUNK_BINS)
+
+typedef struct {
+    uint64_t n[CHUNK_BINS];
+    double min[CHUNK_BINS];
+} hist_chunk;
+
+struct tsim_series_hist {
+    double sum;            /* in push order, as the exact mean */
+    double w_mean, w_m2;   /* Welford */
+    double min, max;
+    uint64_t below, above; /* -inf; +inf and NaN */
+    hist_chunk *chunks[N_CHUNKS];
+};
+
+/* Bin of a finite value; monotone in v. */
+static int hist_bin(double v)
+{
+    double a = fabs(v);
+    if (a < HIST_TINY)
+        return ZERO_BIN;
+    int k = a >= HIST_HUGE ? MAG_BINS - 1 : (int)floor(log(a / HIST_TINY) / log(TSIM_SERIES_GAMMA));
+    if (k < 0)
+        k = 0;
+    if (k > MAG_BINS - 1)
+        k = MAG_BINS - 1;
+    return v < 0 ? MAG_BINS - 1 - k : ZERO_BIN + 1 + k;
+}
+
+static int hist_add(struct tsim_series_hist *h, uint64_t n_before, double v)
+{
+    h->sum += v;
+    double d = v - h->w_mean;
+    h->w_mean += d / (double)(n_before + 1);
+    h->w_m2 += d * (v - h->w_mean);
+    if (n_before == 0 || v < h->min)
+        h->min = v;
+    if (n_before == 0 || v > h->max)
+        h->max = v;
+    if (isnan(v) || v == INFINITY) {
+        h->above++;
+        return 0;
+    }
+    if (v == -INFINITY) {
+        h->below++;
+        return 0;
+    }
+    int b = hist_bin(v);
+    hist_chunk *c = h->chunks[b / CHUNK_BINS];
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c)
+            return -1;
+        h->chunks[b / CHUNK_BINS] = c;
+    }
+    int i = b % CHUNK_BINS;
+    if (c->n[i] == 0 || v < c->min[i])
+        c->min[i] = v;
+    c->n[i]++;
+    return 0;
+}
+
+static void hist_free(struct tsim_series_hist *h)
+{
+    if (!h)
+        return;
+    for (int c = 0; c < N_CHUNKS; c++)
+        free(h->chunks[c]);
+    free(h);
+}
+
+/* Moves the kept values into a new summary and frees them. */
+static int series_go_bounded(tsim_series *s)
+{
+    struct tsim_series_hist *h = calloc(1, sizeof *h);
+    if (!h)
+        return -1;
+    for (size_t i = 0; i < s->n; i++) {
+        if (hist_add(h, i, s->values[i])) {
+            hist_free(h);
+            return -1;
+        }
+    }
+    free(s->values);
+    s->values = NULL;
+    s->cap = 0;
+    s->hist = h;
+    return 0;
+}
+
+/* Nearest-rank quantile from the histogram: the smallest value seen in the
+ * bin holding position ceil(q*n) (the same rank rule as tsim_quantile_sorted). */
+static double hist_quantile(const tsim_series *s, double q)
+{
+    const struct tsim_series_hist *h = s->hist;
+    double pos = ceil(q * (double)s->n - 1e-9);
+    uint64_t k = pos < 1 ? 1 : (uint64_t)pos;
+    if (k > s->n)
+        k = s->n;
+    uint64_t seen = h->below;
+    if (k <= seen)
+        return h->min;
+    for (int c = 0; c < N_CHUNKS; c++) {
+        const hist_chunk *ch = h->chunks[c];
+        if (!ch)
+            continue;
+        for (int i = 0; i < CHUNK_BINS; i++) {
+            seen += ch->n[i];
+            if (ch->n[i] && k <= seen)
+                return ch->min[i];
+        }
+    }
+    return h->max;
+}
+
+void tsim_series_bound(tsim_series *s, size_t exact_max)
+{
+    if (s->n == 0 && !s->hist)
+        s->exact_max = exact_max;
+}
+
+double tsim_series_mean(const tsim_series *s)
+{
+    if (s->n == 0)
+        return 0.0;
+    if (s->hist)
+        return s->hist->sum / (double)s->n;
+    double sum = 0.0;
+    for (size_t i = 0; i < s->n; i++)
+        sum += s->values[i];
+    return sum / (double)s->n;
+}
+
 int tsim_series_push(tsim_series *s, double v)
 {
+    if (!s->hist && s->exact_max && s->n == s->exact_max && series_go_bounded(s))
+        return -1;
+    if (s->hist) {
+        if (hist_add(s->hist, s->n, v))
+            return -1;
+        s->n++;
+        return 0;
+    }
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 64;
         double *p = realloc(s->values, sizeof *p * cap);
@@ -21,11 +173,14 @@ int tsim_series_push(tsim_series *s, double v)
 void tsim_series_free(tsim_series *s)
 {
     free(s->values);
+    hist_free(s->hist);
     memset(s, 0, sizeof *s);
 }
 
 void tsim_series_clear(tsim_series *s)
 {
+    hist_free(s->hist);
+    s->hist = NULL;
     s->n = 0;
 }
 
@@ -76,6 +231,17 @@ tsim_summary tsim_series_summary(const tsim_series *s)
     tsim_summary out = {0};
     if (s->n == 0)
         return out;
+    if (s->hist) {
+        const struct tsim_series_hist *h = s->hist;
+        out.n = s->n;
+        out.mean = h->sum / (double)s->n;
+        out.std = sqrt(h->w_m2 / (double)s->n);
+        out.min = h->min;
+        out.max = h->max;
+        out.p50 = hist_quantile(s, 0.50);
+        out.p95 = hist_quantile(s, 0.95);
+        return out;
+    }
     double *scratch = malloc(sizeof *scratch * s->n);
     if (!scratch)
         return out;

@@ -10,15 +10,44 @@ typedef struct {
     size_t n;
 } tsim_summary;
 
-/* A growable list of values (doubles its capacity when full). */
+/* A growable list of values (doubles its capacity when full).
+ *
+ * Bounded memory: with exact_max > 0 (tsim_series_bound), a series keeps its
+ * values only up to exact_max of them. The push past that switches it for
+ * good to a summary of fixed size: n, the sum in push order (so the mean is
+ * the same sum / n as the exact path), Welford's running variance, exact min
+ * and max, and a histogram for p50/p95. The histogram has logarithmic bins,
+ * each spanning a factor TSIM_SERIES_GAMMA (1.01) in magnitude, per sign, for
+ * magnitudes 1e-12 .. 1e16, plus one bin for magnitudes below 1e-12 (and
+ * zero); bins remember the smallest value that fell in them. A quantile is
+ * then that smallest value of the bin holding the nearest-rank position: a
+ * value actually seen, in the same bin as the exact answer, so within 1% of
+ * it relatively (below 1e-12 in absolute terms in the zero bin; magnitudes
+ * above 1e16 share the outermost bins). Small integers (below 100) get a bin
+ * each, so their quantiles stay exact. The bins are allocated 128 at a time
+ * on first use: memory grows with the decades the values span, never with n.
+ * Once bounded, values is NULL: per-record output needs exact_max = 0. */
+#define TSIM_SERIES_GAMMA 1.01
 typedef struct {
     double *values;
     size_t n, cap;
+    size_t exact_max;       /* 0: keep every value (the default) */
+    struct tsim_series_hist *hist; /* non-NULL once the series is bounded */
 } tsim_series;
 
 int tsim_series_push(tsim_series *s, double v); /* 0 ok, -1 out of memory */
 void tsim_series_free(tsim_series *s);
+/* Forgets every value; keeps exact_max. */
 void tsim_series_clear(tsim_series *s);
+/* Sets exact_max (see above); only on an empty series. */
+void tsim_series_bound(tsim_series *s, size_t exact_max);
+/* True while every value is kept (values[0..n-1] valid). */
+static inline int tsim_series_exact(const tsim_series *s)
+{
+    return s->hist == NULL;
+}
+/* The mean: the same sum in push order, divided by n, in both modes. */
+double tsim_series_mean(const tsim_series *s);
 
 /* Summarises values (sorting a copy in scratch, which must hold n doubles). */
 tsim_summary tsim_summarize(const double *values, size_t n, double *scratch);

@@ -14,11 +14,21 @@ int tsim_topology_init(tsim_topology *t, int ranks, int experts, int ranks_per_n
                               TSIM_MAX_EXPERTS);
     if (experts % ranks != 0)
         return tsim_error_set(err, TSIM_E_INPUT, "experts %d is not divisible by ep %d", experts, ranks);
+    if ((int64_t)ranks * experts > TSIM_MAX_CELLS)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "ep %d x experts %d is %lld counts per record, above the limit of %lld (2^24)", ranks,
+                              experts, (long long)ranks * experts, (long long)TSIM_MAX_CELLS);
     if (ranks_per_node < 1)
         return tsim_error_set(err, TSIM_E_INPUT, "ranks per node must be at least 1, got %d",
                               ranks_per_node);
     if (slots < 0 || slots > 1024)
         return tsim_error_set(err, TSIM_E_INPUT, "slots %d is out of range 0..1024", slots);
+    if ((int64_t)ranks * ranks * (slots > 0 ? slots : 1) > TSIM_MAX_PLAN_CELLS)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "ep %d with %d guest slots per rank makes plans of %lld token counts, above the limit "
+                              "of %lld (2^26): use fewer slots",
+                              ranks, slots, (long long)ranks * ranks * (slots > 0 ? slots : 1),
+                              (long long)TSIM_MAX_PLAN_CELLS);
 
     t->ranks = ranks;
     t->experts = experts;

@@ -11,6 +11,13 @@
 #define TSIM_MAX_EXPERTS 65536
 #define TSIM_MAX_RANKS 4096
 #define TSIM_MAX_COUNT (INT64_C(1) << 40)
+/* R x E cells of one count matrix: each is held several times (the record,
+ * the evaluator's per-(source, expert) sends, planner scratch), so the two
+ * limits above cannot both be reached at once. The same cap as gen's. */
+#define TSIM_MAX_CELLS (INT64_C(1) << 24)
+/* A plan holds up to R x K replicas with a row of R token counts each:
+ * R x R x K cells (512 MiB at this limit). */
+#define TSIM_MAX_PLAN_CELLS (INT64_C(1) << 26)
 
 typedef struct {
     int ranks;            /* R: EP size */

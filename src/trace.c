@@ -444,6 +444,14 @@ int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_option
     if (opts->ranks_per_node > 0)
         r->hdr.ranks_per_node = opts->ranks_per_node;
 
+    /* Each limit alone still allows a 2 GiB record (ep 4096 x 65536 experts). */
+    if ((int64_t)r->hdr.ep * r->hdr.experts > TSIM_MAX_CELLS) {
+        rc = tsim_error_set(err, TSIM_E_INPUT,
+                            "%s: %s %d x experts %d is %lld counts per record, above the limit of %lld (2^24)", path, r->rebucket ? "--ep" : "ep", r->hdr.ep, r->hdr.experts,
+                            (long long)r->hdr.ep * r->hdr.experts, (long long)TSIM_MAX_CELLS);
+        tsim_reader_close(r);
+        return rc;
+    }
     rc = tsim_reader_alloc_buffers(r, err);
     if (rc) {
         tsim_reader_close(r);

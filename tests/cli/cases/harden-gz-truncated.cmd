@@ -1,0 +1,1 @@
+t=$PWD/traces/ep16-imb10.jsonl.gz; mkdir "$TMP/w" && cd "$TMP/w" || exit 9; head -c 40000 "$t" >cut.jsonl.gz; head -c 10 "$t" >stub.jsonl.gz; for f in cut stub; do $TAOTSIM replay $f.jsonl.gz --planners none -o out.md --dump-plans plans.jsonl 2>&1; echo "-> exit $?"; done; ls

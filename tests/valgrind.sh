@@ -1,0 +1,85 @@
+#!/bin/sh
+# Memcheck over the bundled traces: replays every traces/*.jsonl.gz (and
+# traces/tiny-4rank.json, with an LPLB graph that fits its 4 ranks) with every
+# planner, TAOT's split phase 3 and LPLB's exact solver, plus the error paths
+# that free half-built state (a bad trace, a full disk, a bad planner option).
+# Fails on any memcheck error or leak, or on a replay that does not succeed.
+# Usage: tests/valgrind.sh TAOTSIM   (run from anywhere; needs valgrind)
+set -u
+bin=${1:?usage: valgrind.sh TAOTSIM}
+root=$(cd "$(dirname "$0")/.." && pwd)
+command -v valgrind >/dev/null 2>&1 || { echo "valgrind.sh: valgrind is missing" >&2; exit 2; }
+case "$bin" in /*) ;; *) bin=$(pwd)/$bin ;; esac
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT INT TERM
+cd "$root" || exit 2
+
+# 99: memcheck found something (distinct from the tool's own exit statuses).
+vg="valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect,possible
+    --errors-for-leak-kinds=definite,indirect,possible --track-origins=yes"
+planners="none,taot,echo,llep,lplb,taot-split=taot:--taot-phase3=split,lplb-exact=lplb:--lplb-solver=exact"
+export TAOTSIM_NO_PROGRESS=1
+pass=0
+fail=0
+
+# run WANT_STATUS DESCRIPTION ARGS...: the exit status must be WANT_STATUS and
+# memcheck must stay silent.
+run() {
+    want=$1
+    what=$2
+    shift 2
+    # shellcheck disable=SC2086
+    $vg --log-file="$scratch/vg.log" "$bin" "$@" >"$scratch/out" 2>"$scratch/err"
+    status=$?
+    if [ "$status" = 99 ] || [ -s "$scratch/vg.log" ]; then
+        echo "FAIL $what: memcheck errors"
+        head -40 "$scratch/vg.log"
+        fail=$((fail + 1))
+    elif [ "$status" != "$want" ]; then
+        echo "FAIL $what: exit status $status, expected $want"
+        head -5 "$scratch/err"
+        fail=$((fail + 1))
+    else
+        echo "ok   $what"
+        pass=$((pass + 1))
+    fi
+}
+
+for trace in traces/*.jsonl.gz; do
+    [ -e "$trace" ] || continue
+    run 0 "replay $trace" replay "$trace" --planners "$planners" --format json \
+        --dump-plans "$scratch/plans.jsonl" -o "$scratch/result.json"
+done
+if [ -e traces/tiny-4rank.json ]; then
+    run 0 "replay traces/tiny-4rank.json" replay traces/tiny-4rank.json --planners "$planners" \
+        --lplb-graph torus:2x2 --per-record --step-model
+fi
+
+# Error paths: everything built so far must be freed on the way out.
+first=$(ls traces/*.jsonl.gz 2>/dev/null | head -1)
+if [ -n "$first" ]; then
+    run 2 "replay -o /dev/full" replay "$first" --planners taot,lplb -o /dev/full
+    run 2 "replay --dump-plans /dev/full" replay "$first" --planners echo --dump-plans /dev/full
+    run 2 "replay with an LPLB graph that does not fit" replay "$first" --planners taot,lplb --lplb-graph ring8
+    run 0 "convert to .jsonl.gz" convert "$first" "$scratch/copy.jsonl.gz"
+    run 2 "convert to /dev/full" convert "$first" /dev/full
+    # a disk that fills up part way: a file size limit, SIGXFSZ ignored (EFBIG)
+    (
+        trap '' XFSZ
+        ulimit -f 64
+        run 2 "convert on a filling disk" convert "$first" "$scratch/big.json"
+        run 2 "replay --dump-plans on a filling disk" replay "$first" --planners taot \
+            --dump-plans "$scratch/plans.jsonl" -o "$scratch/result.md"
+        exit "$fail"
+    ) || fail=$((fail + 1))
+fi
+for bad in tests/data/trace/bad-*; do
+    [ -e "$bad" ] || continue
+    run 2 "validate $bad" validate "$bad"
+done
+head -c 2000 "${first:-/dev/null}" >"$scratch/cut.jsonl.gz"
+run 2 "replay a truncated .gz" replay "$scratch/cut.jsonl.gz" --planners none
+run 2 "gen -o /dev/full" gen --microbatches 2 -o /dev/full
+
+echo "valgrind: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
