@@ -502,15 +502,33 @@ void tsim_reader_progress(const tsim_reader *r, int64_t *done, int64_t *total)
 /* ---- records ----------------------------------------------------------- */
 
 typedef struct {
+    int64_t microbatch;
     int64_t layer;
+    uint64_t tag_hash; /* FNV-1a of the dataset tag ("" for none) */
     int64_t record;
     uint64_t gen;
 } seen_slot;
 
-static size_t seen_hash(int64_t layer, size_t cap)
+static uint64_t tag_hash(const char *tag)
 {
-    uint64_t x = (uint64_t)layer * UINT64_C(0x9E3779B97F4A7C15);
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    for (; *tag; tag++)
+        h = (h ^ (unsigned char)*tag) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+static size_t seen_hash(const seen_slot *k, size_t cap)
+{
+    uint64_t x = ((uint64_t)k->layer * UINT64_C(0x9E3779B97F4A7C15)) ^
+                 ((uint64_t)k->microbatch * UINT64_C(0xC2B2AE3D27D4EB4F)) ^ k->tag_hash;
+    x ^= x >> 29;
+    x *= UINT64_C(0xBF58476D1CE4E5B9);
     return (size_t)(x >> 20) & (cap - 1);
+}
+
+static bool seen_same(const seen_slot *a, const seen_slot *b)
+{
+    return a->layer == b->layer && a->microbatch == b->microbatch && a->tag_hash == b->tag_hash;
 }
 
 static int seen_grow(tsim_reader *r)
@@ -523,7 +541,7 @@ static int seen_grow(tsim_reader *r)
     for (size_t i = 0; i < r->seen_cap; i++) {
         if (old[i].gen != r->seen_gen)
             continue;
-        size_t j = seen_hash(old[i].layer, cap);
+        size_t j = seen_hash(&old[i], cap);
         while (fresh[j].gen == r->seen_gen)
             j = (j + 1) & (cap - 1);
         fresh[j] = old[i];
@@ -534,39 +552,49 @@ static int seen_grow(tsim_reader *r)
     return 0;
 }
 
-/* Returns the 1-based record that already had this layer in the current
- * (dataset, microbatch) run, 0 if none, -1 out of memory. A new generation
- * empties the set in O(1) when the run changes. */
+/* Returns the 1-based record that already had this (dataset, microbatch,
+ * layer), 0 if none, -1 out of memory. The whole trace is remembered up to
+ * TSIM_SEEN_RECORDS_MAX records; past that only the current (dataset,
+ * microbatch) run, whose set a new generation empties in O(1). */
 static int64_t seen_check(tsim_reader *r, const tsim_raw_record *raw, int64_t recno)
 {
+    if (r->seen_gen == 0)
+        r->seen_gen = 1; /* calloc'd slots (generation 0) count as empty */
     bool same_run = r->have_prev && r->prev_microbatch == raw->microbatch && strcmp(r->prev_tag, raw->tag) == 0;
     if (!same_run) {
         r->have_prev = true;
         r->prev_microbatch = raw->microbatch;
         memcpy(r->prev_tag, raw->tag, sizeof r->prev_tag);
-        r->seen_n = 0;
-        r->seen_gen++;
+        if (r->seen_runs_only) {
+            r->seen_n = 0;
+            r->seen_gen++;
+        }
     }
+    seen_slot key = {raw->microbatch, raw->layer, tag_hash(raw->tag), recno, r->seen_gen};
     seen_slot *slots = r->seen_slots;
     if (r->seen_cap) {
-        for (size_t j = seen_hash(raw->layer, r->seen_cap);; j = (j + 1) & (r->seen_cap - 1)) {
+        for (size_t j = seen_hash(&key, r->seen_cap);; j = (j + 1) & (r->seen_cap - 1)) {
             if (slots[j].gen != r->seen_gen)
                 break;
-            if (slots[j].layer == raw->layer)
+            if (seen_same(&slots[j], &key))
                 return slots[j].record;
         }
     }
-    if (r->seen_n >= TSIM_SEEN_LAYERS_MAX)
+    if (!r->seen_runs_only && r->seen_n >= TSIM_SEEN_RECORDS_MAX) {
+        /* Too long to remember whole: from here on, check within runs. */
+        r->seen_runs_only = true;
+        r->seen_n = 0;
+        r->seen_gen++;
+    }
+    if (r->seen_runs_only && r->seen_n >= TSIM_SEEN_LAYERS_MAX)
         return 0;
     if ((r->seen_n + 1) * 2 > r->seen_cap && seen_grow(r))
         return -1;
     slots = r->seen_slots;
-    size_t j = seen_hash(raw->layer, r->seen_cap);
+    size_t j = seen_hash(&key, r->seen_cap);
     while (slots[j].gen == r->seen_gen)
         j = (j + 1) & (r->seen_cap - 1);
-    slots[j].layer = raw->layer;
-    slots[j].record = recno;
-    slots[j].gen = r->seen_gen;
+    slots[j] = key;
     r->seen_n++;
     return 0;
 }

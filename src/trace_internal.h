@@ -16,6 +16,11 @@
 #define TSIM_WARN_KEYS_MAX 64
 /* Layers remembered per microbatch for the duplicate check. */
 #define TSIM_SEEN_LAYERS_MAX 65536
+/* The duplicate check remembers every (dataset, microbatch, layer) of the
+ * trace up to this many records (about 10 MB of table); beyond it, only the
+ * current (dataset, microbatch) run, so memory stays flat however long the
+ * trace is. */
+#define TSIM_SEEN_RECORDS_MAX (1 << 18)
 /* microbatch and layer must be exact in a double (cJSON parses numbers as doubles). */
 #define TSIM_MAX_INDEX ((INT64_C(1) << 53) - 1)
 /* Tokens in one record, so that loads and sums downstream never overflow int64. */
@@ -66,6 +71,7 @@ struct tsim_reader {
     void *seen_slots; /* open addressing hash set of layers (trace.c) */
     size_t seen_cap, seen_n;
     uint64_t seen_gen; /* slots of older generations count as empty */
+    bool seen_runs_only; /* past TSIM_SEEN_RECORDS_MAX: check within the current run only */
 
     /* JSONL and CSV */
     tsim_gzline lines;

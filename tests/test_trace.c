@@ -860,8 +860,11 @@ Test(trace, duplicates)
         "d.jsonl", text,
         "d.jsonl:1002: record 1001: duplicate record: microbatch 7, layer 3959500 already appeared as record 501");
     free(text);
-    /* the set starts afresh with each microbatch */
-    write_file("ok.jsonl", HDR4 REC(0, 0) REC(0, 1) REC(1, 0) REC(1, 1) REC(0, 0));
+    /* a record repeated after another microbatch is still found */
+    expect_error("far.jsonl", HDR4 REC(0, 0) REC(0, 1) REC(1, 0) REC(1, 1) REC(0, 0),
+                 "far.jsonl:6: record 5: duplicate record: microbatch 0, layer 0 already appeared as record 1");
+    /* the same layer in different microbatches is no duplicate */
+    write_file("ok.jsonl", HDR4 REC(0, 0) REC(0, 1) REC(1, 0) REC(1, 1) REC(2, 0));
     tsim_error err;
     int64_t records;
     cr_assert_eq(read_all("ok.jsonl", NULL, &records, &err), 0, "%s", err.msg);
