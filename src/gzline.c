@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <zlib.h>
 
 #define INITIAL_CAP ((size_t)256 << 10)
+#define IN_CAP ((size_t)128 << 10)
 
 static int fail(tsim_gzline *s, long line, tsim_error *err, const char *what, const char *detail)
 {
@@ -56,20 +58,89 @@ int tsim_gzline_open(tsim_gzline *s, const char *path, bool gz, size_t max_line,
         close(fd);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }
+    s->fd = fd;
     if (gz) {
-        gzFile g = gzdopen(fd, "rb");
-        if (!g) {
-            close(fd);
+        /* Our own inflate loop rather than gzread: gzread silently ignores
+         * bytes after the last gzip member, which would hide a damaged file. */
+        z_stream *zs = calloc(1, sizeof *zs);
+        s->in = malloc(IN_CAP);
+        if (!zs || !s->in || inflateInit2(zs, 15 + 16) != Z_OK) {
+            free(zs);
+            free(s->in);
             free(s->buf);
+            s->in = NULL;
             s->buf = NULL;
-            return tsim_error_set(err, TSIM_E_INTERNAL, "%s: zlib could not open the file", path);
+            close(fd);
+            s->fd = -1;
+            return tsim_error_set(err, TSIM_E_INTERNAL, "%s: zlib could not start", path);
         }
-        gzbuffer(g, 128u << 10);
-        s->gz = g;
-    } else {
-        s->fd = fd;
+        s->gz = zs;
     }
     return TSIM_OK;
+}
+
+/* Refills the compressed input buffer when it is empty. */
+static int read_compressed(tsim_gzline *s, z_stream *zs, tsim_error *err)
+{
+    if (zs->avail_in > 0 || s->in_eof)
+        return TSIM_OK;
+    for (;;) {
+        ssize_t n = read(s->fd, s->in, IN_CAP);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return fail(s, s->line + 1, err, "read error", strerror(errno));
+        if (n == 0)
+            s->in_eof = true;
+        zs->next_in = s->in;
+        zs->avail_in = (uInt)n;
+        s->in_read += n;
+        return TSIM_OK;
+    }
+}
+
+/* Inflates at least one byte into buf (or reaches the end). Concatenated gzip
+ * members are read in turn; anything else after a member is an error. */
+static int fill_gzip(tsim_gzline *s, size_t room, tsim_error *err)
+{
+    z_stream *zs = s->gz;
+    if (room > (size_t)UINT_MAX)
+        room = UINT_MAX;
+    for (;;) {
+        int rc = read_compressed(s, zs, err);
+        if (rc)
+            return rc;
+        zs->next_out = (Bytef *)(s->buf + s->end);
+        zs->avail_out = (uInt)room;
+        int zrc = inflate(zs, Z_NO_FLUSH);
+        size_t produced = room - zs->avail_out;
+        s->end += produced;
+        if (zrc == Z_STREAM_END) {
+            if ((rc = read_compressed(s, zs, err)))
+                return rc;
+            if (zs->avail_in == 0 && s->in_eof) {
+                if (produced == 0)
+                    s->eof = true;
+                return TSIM_OK;
+            }
+            if (zs->next_in[0] != 0x1f || (zs->avail_in > 1 && zs->next_in[1] != 0x8b)) {
+                char where[96];
+                snprintf(where, sizeof where, "at compressed byte %lld",
+                         (long long)(s->in_read - (int64_t)zs->avail_in));
+                return fail(s, s->line + 1, err, "data after the end of the gzip stream", where);
+            }
+            inflateReset(zs); /* another gzip member follows */
+        } else if (zrc == Z_BUF_ERROR || (zrc == Z_OK && produced == 0 && zs->avail_in == 0 && s->in_eof)) {
+            if (produced)
+                return TSIM_OK;
+            if (zs->avail_in == 0 && s->in_eof)
+                return fail(s, s->line + 1, err, "truncated gzip file (the compressed data ends early)", NULL);
+        } else if (zrc != Z_OK) {
+            return fail(s, s->line + 1, err, "corrupt gzip data", zs->msg ? zs->msg : "inflate failed");
+        }
+        if (produced)
+            return TSIM_OK;
+    }
 }
 
 /* Reads more bytes after s->end. Returns 0, or an error status. */
@@ -78,29 +149,8 @@ static int fill(tsim_gzline *s, tsim_error *err)
     size_t room = s->cap - s->end - 1; /* one byte kept for the NUL */
     if (room > (size_t)INT_MAX)
         room = (size_t)INT_MAX;
-    if (s->gz) {
-        gzFile g = s->gz;
-        int n = gzread(g, s->buf + s->end, (unsigned)room);
-        int errnum = Z_OK;
-        const char *msg = gzerror(g, &errnum);
-        /* zlib prefixes its own name for the file, "<fd:N>: "; we name it ourselves. */
-        const char *own = strncmp(msg, "<fd:", 4) == 0 ? strstr(msg, ">: ") : NULL;
-        if (own)
-            msg = own + 3;
-        if (n < 0 || (errnum != Z_OK && errnum != Z_BUF_ERROR)) {
-            if (errnum == Z_ERRNO)
-                return fail(s, s->line + 1, err, "read error", strerror(errno));
-            return fail(s, s->line + 1, err, "corrupt gzip data", msg);
-        }
-        if (n == 0) {
-            /* zlib reports a cut-off stream as Z_BUF_ERROR at the end, not as -1. */
-            if (errnum == Z_BUF_ERROR)
-                return fail(s, s->line + 1, err, "truncated gzip file (the compressed data ends early)", NULL);
-            s->eof = true;
-        }
-        s->end += (size_t)n;
-        return TSIM_OK;
-    }
+    if (s->gz)
+        return fill_gzip(s, room, err);
     for (;;) {
         ssize_t n = read(s->fd, s->buf + s->end, room);
         if (n < 0 && errno == EINTR)
@@ -175,19 +225,20 @@ int tsim_gzline_next(tsim_gzline *s, char **line, size_t *len, tsim_error *err)
 
 int64_t tsim_gzline_offset(const tsim_gzline *s)
 {
-    if (s->gz) {
-        z_off_t off = gzoffset((gzFile)s->gz);
-        return off < 0 ? 0 : (int64_t)off;
-    }
+    if (s->gz)
+        return s->in_read - (int64_t)((z_stream *)s->gz)->avail_in;
     return s->bytes;
 }
 
 void tsim_gzline_close(tsim_gzline *s)
 {
-    if (s->gz)
-        gzclose_r((gzFile)s->gz);
-    else if (s->fd >= 0)
+    if (s->gz) {
+        inflateEnd(s->gz);
+        free(s->gz);
+    }
+    if (s->fd >= 0)
         close(s->fd);
+    free(s->in);
     free(s->buf);
     memset(s, 0, sizeof *s);
     s->fd = -1;

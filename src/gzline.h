@@ -17,8 +17,11 @@
 
 typedef struct {
     const char *path; /* for messages; not owned */
-    int fd;           /* plain input, -1 for gzip */
-    void *gz;         /* gzFile, NULL for plain input */
+    int fd;           /* the file (plain or gzip) */
+    void *gz;         /* z_stream (inflate state), NULL for plain input */
+    unsigned char *in; /* compressed input buffer (gzip) */
+    bool in_eof;      /* the file has no more compressed bytes */
+    int64_t in_read;  /* compressed bytes read from the file */
     char *buf;
     size_t cap;   /* allocated bytes of buf */
     size_t start; /* first unconsumed byte */

@@ -1,6 +1,7 @@
 /* Trace writers: JSON document and JSON Lines (optionally gzip), streamed
  * record by record into an atomic output file. Records are always written
  * with "counts"; the same header and records always give the same bytes. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +94,7 @@ static int emit(tsim_writer *w, const void *data, size_t n, int flush, tsim_erro
 {
     if (!w->gz) {
         if (n && fwrite(data, 1, n, w->out.fp) != n)
-            return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed", w->path);
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed: %s", w->path, strerror(errno));
         return TSIM_OK;
     }
     w->z.next_in = (Bytef *)(uintptr_t)data;
@@ -106,7 +107,7 @@ static int emit(tsim_writer *w, const void *data, size_t n, int flush, tsim_erro
             return tsim_error_set(err, TSIM_E_INTERNAL, "%s: zlib deflate failed", w->path);
         size_t have = FLUSH_AT - w->z.avail_out;
         if (have && fwrite(w->zbuf, 1, have, w->out.fp) != have)
-            return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed", w->path);
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed: %s", w->path, strerror(errno));
     } while (w->z.avail_out == 0 || (flush == Z_FINISH && w->z.avail_in > 0));
     return TSIM_OK;
 }
