@@ -12,6 +12,7 @@
 #include "report.h"
 #include "stats.h"
 #include "topology.h"
+#include "session.h"
 #include "trace.h"
 
 typedef struct {
@@ -143,6 +144,7 @@ static int validate_one(const char *path, const trace_args *a, tsim_reader **out
     }
     int64_t *load = malloc(sizeof *load * (size_t)h->ep);
     tsim_series rho = {0};
+    tsim_series_bound(&rho, TSIM_SESSION_EXACT_RECORDS); /* flat memory on huge traces */
     if (!load) {
         tsim_topology_free(&topo);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
