@@ -240,6 +240,7 @@ int tsim_cmd_replay(int argc, char **argv)
         tsim_reader_close(reader);
         return tsim_cli_fail(cmd, &err);
     }
+    tsim_planner_report_fallbacks(s.planners, s.n_planners, stderr);
     s.timing = timing;
     s.step_model_on = step_model_on;
     s.step_model = step_model;

@@ -309,3 +309,13 @@ bool tsim_planner_option_exists(const char *name)
             return true;
     return false;
 }
+
+void tsim_planner_report_fallbacks(const tsim_planner *planners, int n, FILE *out)
+{
+    for (int i = 0; i < n; i++) {
+        const tsim_planner *p = &planners[i];
+        char why[256];
+        if (p->state && p->desc->fell_back && p->desc->fell_back(p->state, why, sizeof why))
+            fprintf(out, "taotsim: planner '%s' fell back: %s\n", p->label, why);
+    }
+}

@@ -70,6 +70,10 @@ typedef struct tsim_planner_desc {
      * plan growth for planners without a slot limit. */
     int (*plan)(void *state, const tsim_record *rec, tsim_plan *out, tsim_error *err);
     void (*free)(void *state);
+    /* Optional: true (with a reason) when the planner runs somewhere other
+     * than asked, e.g. TAOT on the CPU because no GPU answered. The CLI says
+     * so once. */
+    bool (*fell_back)(const void *state, char *why, size_t n);
 } tsim_planner_desc;
 
 const tsim_planner_desc *tsim_planner_find(const char *name);
@@ -97,6 +101,9 @@ int tsim_planner_list_parse(const char *list, const tsim_planner_options *base, 
                             tsim_error *err);
 int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err);
 void tsim_planner_stop(tsim_planner *p);
+
+/* Writes one line per planner of the list that fell back (see fell_back). */
+void tsim_planner_report_fallbacks(const tsim_planner *planners, int n, FILE *out);
 
 
 /* True for planner options that take no value (--taot-no-flow-hint ...). */

@@ -1075,4 +1075,5 @@ const tsim_planner_desc tsim_planner_taot = {
     .init = taot_init,
     .plan = taot_plan,
     .free = taot_free,
+    .fell_back = tsim_taot_gpu_fell_back,
 };
