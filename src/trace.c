@@ -90,6 +90,17 @@ bool tsim_line_blank(const char *s)
     return true;
 }
 
+int tsim_next_content_line(tsim_reader *r, char **line, size_t *len, tsim_error *err)
+{
+    int rc;
+    do {
+        rc = tsim_gzline_next(&r->lines, line, len, err);
+        if (rc != 1)
+            return rc;
+    } while (tsim_line_blank(*line));
+    return 1;
+}
+
 /* ---- warnings ---------------------------------------------------------- */
 
 int tsim_reader_warn(tsim_reader *r, const char *fmt, ...)

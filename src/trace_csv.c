@@ -126,12 +126,9 @@ static int csv_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
 {
     char *line;
     size_t len;
-    int rc;
-    do {
-        rc = tsim_gzline_next(&r->lines, &line, &len, err);
-        if (rc != 1)
-            return rc;
-    } while (tsim_line_blank(line));
+    int rc = tsim_next_content_line(r, &line, &len, err);
+    if (rc != 1)
+        return rc;
     const long ln = r->lines.line;
     const int64_t recno = r->raw_records + 1;
     const int E = r->hdr.experts;

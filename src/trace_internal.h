@@ -101,6 +101,8 @@ const char *tsim_json_type_name(const cJSON *v);
 void tsim_number_text(char *buf, size_t cap, double v);
 /* True for a line of spaces, tabs and carriage returns only. */
 bool tsim_line_blank(const char *s);
+/* The next line that is not blank (tsim_gzline_next's returns otherwise). */
+int tsim_next_content_line(tsim_reader *r, char **line, size_t *len, tsim_error *err);
 int tsim_reader_warn(tsim_reader *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Warns once per unknown key name; where is "path:line" or "path:line: record N". */
 int tsim_reader_warn_key(tsim_reader *r, const char *where, const char *context, const char *key);
