@@ -29,7 +29,8 @@ static void common_help(void)
            "  --lambda-eval X      λ the evaluator charges (default 3)\n"
            "  -j, --jobs N         grid points in parallel (default: all cores); output is identical for any N\n"
            "  --std                show ± std beside means\n"
-           "  --timing             measure plan time (wall clock: output no longer reproducible)\n"
+           "  --timing, --no-timing  measure plan time (wall clock: output no longer byte-reproducible);\n"
+           "                       on by default for scaling only\n"
            "  --fail-if EXPR       exit 1 when EXPR holds, e.g. 'taot.weighted.mean > echo.weighted.mean'\n"
            "                       names: [KEY.]PLANNER.METRIC.STAT (KEY: a grid cell, e.g. ep16.imb70;\n"
            "                       without KEY the mean over the planner's cells); repeatable\n"
@@ -211,6 +212,9 @@ static int run_study(study_kind kind, int argc, char **argv)
     char default_trace[4096];
     tsim_table1_trace_path(default_trace, sizeof default_trace, c.traces_dir, 32, 0.5);
     c.trace = default_trace;
+    /* Plan time is one of the scaling study's outputs, so it is measured by
+     * default there (--no-timing gives byte-reproducible output). */
+    c.timing = kind == STUDY_SCALING;
     tsim_format format = TSIM_FORMAT_MD;
     const char *out_path = NULL, *plots_dir = NULL;
     const char *gates[MAX_GATES];
