@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
+
 const char *const tsim_metric_names[TSIM_M_COUNT] = {
     "rho_before", "rho_after", "improve_pp", "intra", "inter", "weighted",
     "offloaded", "traffic_inter_before", "traffic_inter_after", "plan_ns", "step_ms", "speedup",
@@ -65,12 +67,6 @@ double tsim_imbalance(const int64_t *load, int ranks)
         return 0.0;
     double mean = (double)total / (double)ranks;
     return ((double)max - mean) / mean;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
 }
 
 #define REJECT(...)                                                                                         \
@@ -170,7 +166,7 @@ int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *p
     }
 
     /* No expert twice on the same rank. */
-    qsort(ev->pair_keys, (size_t)plan->count, sizeof *ev->pair_keys, cmp_i64);
+    tsim_sort_i64(ev->pair_keys, (size_t)plan->count); /* no allocation per record */
     for (int i = 1; i < plan->count; i++)
         if (ev->pair_keys[i] == ev->pair_keys[i - 1])
             REJECT("expert %lld has two replicas on rank %lld", (long long)(ev->pair_keys[i] % E),

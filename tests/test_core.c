@@ -455,3 +455,26 @@ Test(stepmodel, options)
     cr_assert_eq(tsim_step_model_option(&m, "bogus", "1", &known, &err), TSIM_E_INPUT);
     cr_assert(!known);
 }
+
+#include "sort.h"
+
+Test(sort, heap_sort_of_int64_and_stable_index_sort)
+{
+    uint64_t x = 12345;
+    int64_t a[257];
+    for (int n = 0; n <= 257; n += 32) {
+        for (int i = 0; i < n; i++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            a[i] = (int64_t)(x >> 40) % 50 - 25;
+        }
+        tsim_sort_i64(a, (size_t)n);
+        for (int i = 1; i < n; i++)
+            cr_assert_leq(a[i - 1], a[i]);
+    }
+    int64_t key[6] = {3, 1, 3, 2, 1, 3};
+    int idx[6] = {0, 1, 2, 3, 4, 5}, tmp[6];
+    tsim_sort_stable_by_key(idx, 6, key, true, tmp);
+    int want[6] = {0, 2, 5, 3, 1, 4}; /* ties keep input order */
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(idx[i], want[i]);
+}
