@@ -39,7 +39,7 @@ static void bench_help(void)
            "\n"
            "Options:\n"
            "  --planners LIST      comma-separated planners (default: every registered\n"
-           "                       planner but none); a bare 'taot' runs both phase-3\n"
+           "                       planner but none and optimal); a bare 'taot' runs both phase-3\n"
            "                       variants (taot = auction, taot-split) unless\n"
            "                       --taot-phase3 is given; LABEL=NAME:--opt=v\n"
            "                       runs a planner under a label with its own options\n"
@@ -401,7 +401,7 @@ static int parse_shapes(const char *arg, bench_shape *shapes, int *n, tsim_error
     return TSIM_OK;
 }
 
-/* The planner specs to run: the user's list, or every planner but none; a
+/* The planner specs to run: the user's list, or every planner but none and optimal; a
  * bare "taot" becomes the auction and the split variants (both_variants: no
  * --taot-phase3 on the command line). */
 static int build_planner_list(const char *arg, const tsim_planner_options *base, bool both_variants,
@@ -414,7 +414,8 @@ static int build_planner_list(const char *arg, const tsim_planner_options *base,
         snprintf(list, sizeof list, "%s", arg);
     } else {
         for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++) {
-            if (strcmp((*d)->name, "none") == 0)
+            /* optimal is a MIP yardstick for small shapes, not a latency contender */
+            if (strcmp((*d)->name, "none") == 0 || strcmp((*d)->name, "optimal") == 0)
                 continue;
             if (list[0])
                 strncat(list, ",", sizeof list - strlen(list) - 1);

@@ -20,6 +20,7 @@ enum {
     TSIM_NOTE_IPM_FALLBACK = 1u << 1,   /* LPLB ipm fell back to x = 0.5 in some group */
     TSIM_NOTE_THRESHOLD_SKIP = 1u << 2, /* LLEP activation threshold not reached */
     TSIM_NOTE_GPU_FALLBACK = 1u << 3,   /* GPU planner ran on the CPU */
+    TSIM_NOTE_TIME_LIMIT = 1u << 4,     /* optimal: the MIP time limit cut the search short */
 };
 
 typedef struct {

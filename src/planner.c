@@ -1,6 +1,7 @@
 #include "planner.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,12 @@ extern const tsim_planner_desc tsim_planner_taot;
 extern const tsim_planner_desc tsim_planner_echo;
 extern const tsim_planner_desc tsim_planner_llep;
 extern const tsim_planner_desc tsim_planner_lplb;
+extern const tsim_planner_desc tsim_planner_fastermoe;
+extern const tsim_planner_desc tsim_planner_optimal;
 
 static const tsim_planner_desc *const registry[] = {
-    &tsim_planner_none, &tsim_planner_taot, &tsim_planner_echo, &tsim_planner_llep, &tsim_planner_lplb, NULL,
+    &tsim_planner_none, &tsim_planner_taot, &tsim_planner_echo, &tsim_planner_llep, &tsim_planner_lplb,
+    &tsim_planner_fastermoe, &tsim_planner_optimal, NULL,
 };
 
 const tsim_planner_desc *const *tsim_planner_all(void)
@@ -42,6 +46,8 @@ void tsim_planner_options_default(tsim_planner_options *o)
     snprintf(o->lplb.graph, sizeof o->lplb.graph, "auto");
     o->lplb.solver = TSIM_LPLB_IPM;
     o->lplb.history = TSIM_LPLB_HISTORY_PREV;
+    o->fastermoe = (tsim_fastermoe_options){.comp_us = 0.063, .feat_us = 0.02, .model_us = 380.0};
+    o->optimal = (tsim_optimal_options){.mu = 0.001, .time_limit_s = 10.0};
 }
 
 void tsim_planner_options_help(FILE *out)
@@ -60,7 +66,12 @@ void tsim_planner_options_help(FILE *out)
           "  --llep-threshold X        LLEP activation threshold max/mean, 0 = off (default 0)\n"
           "  --lplb-graph G            auto|cube8|hypercube16|ring8|torus:MxN (default auto)\n"
           "  --lplb-solver ipm|exact   LPLB LP solver (default ipm)\n"
-          "  --lplb-history prev|none|oracle  LPLB replicated-expert choice (default prev)\n",
+          "  --lplb-history prev|none|oracle  LPLB replicated-expert choice (default prev)\n"
+          "  --fastermoe-comp-us X     FasterMoE: compute per token, us (default 0.063)\n"
+          "  --fastermoe-feat-us X     FasterMoE: send one token's features, us (default 0.02)\n"
+          "  --fastermoe-model-us X    FasterMoE: send one expert's weights, us (default 380)\n"
+          "  --optimal-mu X            optimal: weight of the weighted cost against imbalance (default 0.001)\n"
+          "  --optimal-time-limit S    optimal: GLPK time limit per record, seconds (default 10)\n",
           out);
 }
 
@@ -181,6 +192,27 @@ int tsim_planner_options_set(tsim_planner_options *o, const char *name, const ch
                                   value);
         return TSIM_OK;
     }
+    static const struct {
+        const char *name;
+        size_t offset;
+        double lo, hi;
+    } doubles[] = {
+        {"fastermoe-comp-us", offsetof(tsim_planner_options, fastermoe.comp_us), 0, 1e9},
+        {"fastermoe-feat-us", offsetof(tsim_planner_options, fastermoe.feat_us), 0, 1e9},
+        {"fastermoe-model-us", offsetof(tsim_planner_options, fastermoe.model_us), 0, 1e12},
+        {"optimal-mu", offsetof(tsim_planner_options, optimal.mu), 0, 1e9},
+        {"optimal-time-limit", offsetof(tsim_planner_options, optimal.time_limit_s), 0.001, 86400},
+    };
+    for (size_t i = 0; i < sizeof doubles / sizeof doubles[0]; i++) {
+        if (strcmp(name, doubles[i].name) != 0)
+            continue;
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        char what[64];
+        snprintf(what, sizeof what, "--%s", name);
+        return tsim_parse_double(value, doubles[i].lo, doubles[i].hi, (double *)((char *)o + doubles[i].offset), what,
+                                 err);
+    }
     *known = false;
     return tsim_error_set(err, TSIM_E_INPUT, "unknown option --%s", name);
 }
@@ -294,7 +326,8 @@ void tsim_planner_stop(tsim_planner *p)
 static const char *const option_names[] = {
     "lambda-plan", "taot-phase3", "taot-no-flow-hint", "taot-no-comm-cost", "taot-iters", "taot-self-bonus",
     "taot-auction-rounds", "taot-device", "llep-alpha", "llep-min-chunk", "llep-threshold", "lplb-graph",
-    "lplb-solver", "lplb-history", NULL,
+    "lplb-solver", "lplb-history", "fastermoe-comp-us", "fastermoe-feat-us", "fastermoe-model-us", "optimal-mu",
+    "optimal-time-limit", NULL,
 };
 
 bool tsim_planner_option_is_flag(const char *name)

@@ -41,6 +41,20 @@ typedef struct {
     int history;         /* TSIM_LPLB_HISTORY_* (prev default) */
 } tsim_lplb_options;
 
+/* FasterMoE dynamic shadowing cost model, per token / per expert, in
+ * microseconds (only their ratios matter). */
+typedef struct {
+    double comp_us;      /* compute one token of one expert (0.063) */
+    double feat_us;      /* send one token's features to another rank (0.02) */
+    double model_us;     /* send one expert's weights (shadow) to every rank (380) */
+} tsim_fastermoe_options;
+
+/* The `optimal` MIP yardstick. */
+typedef struct {
+    double mu;           /* weight of the weighted cost against imbalance (0.001) */
+    double time_limit_s; /* GLPK time limit per record, seconds (10) */
+} tsim_optimal_options;
+
 /* Every planner's options in one place: common ones plus one block per planner.
  * A planner reads its own block and ignores the others. */
 typedef struct {
@@ -48,6 +62,8 @@ typedef struct {
     tsim_taot_options taot;
     tsim_llep_options llep;
     tsim_lplb_options lplb;
+    tsim_fastermoe_options fastermoe;
+    tsim_optimal_options optimal;
 } tsim_planner_options;
 
 void tsim_planner_options_default(tsim_planner_options *o);

@@ -5,7 +5,7 @@
 #include <time.h>
 
 const char *const tsim_note_names[TSIM_NOTE_KINDS] = {
-    "auction_capped", "ipm_fallback", "threshold_skip", "gpu_fallback",
+    "auction_capped", "ipm_fallback", "threshold_skip", "gpu_fallback", "time_limit",
 };
 
 static int64_t monotonic_ns(void)

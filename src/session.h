@@ -14,7 +14,7 @@
 #include "stepmodel.h"
 #include "topology.h"
 
-#define TSIM_NOTE_KINDS 4
+#define TSIM_NOTE_KINDS 5
 extern const char *const tsim_note_names[TSIM_NOTE_KINDS];
 
 typedef struct {

@@ -21,7 +21,8 @@
 /* Every registered planner, plus the variants that run other code paths. */
 static const char *const planner_specs[] = {
     "none", "taot", "taot-split=taot:--taot-phase3=split", "echo", "llep", "lplb",
-    "lplb-exact=lplb:--lplb-solver=exact", "lplb-none=lplb:--lplb-history=none", NULL,
+    "lplb-exact=lplb:--lplb-solver=exact", "lplb-none=lplb:--lplb-history=none", "fastermoe",
+    "fastermoe-eager=fastermoe:--fastermoe-model-us=0", "optimal=optimal:--optimal-time-limit=0.2", NULL,
 };
 
 typedef struct {
@@ -269,8 +270,12 @@ Test(extremes, sixty_five_thousand_experts, .timeout = 600)
         for (int e = 0; e < E; e++)
             recs[0].counts[(size_t)r * E + (size_t)e] = e < E / 8 ? tsim_rand_range(&seed, 0, 40) : tsim_rand_range(&seed, 0, 3);
     for (const char *const *p = planner_specs; *p; p++) {
-        outcome o = expect_handled_or_rejected("E = 65536, R = 8", *p, 8, E, 8, 2, NULL, recs, 1, NULL);
-        if (strcmp(*p, "none") != 0)
+        /* only the MIP yardstick may refuse (too many binaries) */
+        bool is_optimal = strncmp(*p, "optimal", 7) == 0;
+        outcome o = expect_handled_or_rejected("E = 65536, R = 8", *p, 8, E, 8, 2, NULL, recs, 1,
+                                               is_optimal ? "binaries" : NULL);
+        /* FasterMoE with its default costs may rightly decide that no shadow pays */
+        if (o.rc == TSIM_OK && strcmp(*p, "none") != 0 && strcmp(*p, "fastermoe") != 0)
             cr_expect(o.last.v[TSIM_M_RHO_AFTER] < o.last.v[TSIM_M_RHO_BEFORE], "%s: no improvement", *p);
     }
     records_free(recs, 1);
