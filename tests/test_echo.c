@@ -12,41 +12,26 @@
 #include "random_records.h"
 #include "record.h"
 #include "topology.h"
+#include "planner_fixture.h"
 #include "vector_check.h"
 
 /* A topology, an ECHO state on it, a plan and an evaluator. */
-typedef struct {
-    tsim_topology topo;
-    void *state;
-    tsim_plan plan;
-    tsim_evaluator ev;
-} fixture;
+typedef tsim_test_fixture fixture;
 
 static void fixture_open(fixture *f, int R, int E, int rpn, int K)
 {
-    tsim_error err = {0};
-    cr_assert_eq(tsim_topology_init(&f->topo, R, E, rpn, K, NULL, &err), 0, "%s", err.msg);
-    tsim_planner_options opts;
-    tsim_planner_options_default(&opts);
-    cr_assert_eq(tsim_planner_echo.init(&f->state, &f->topo, &opts, &err), 0, "%s", err.msg);
-    cr_assert_eq(tsim_plan_init(&f->plan, R, R * (K > 0 ? K : 1), &err), 0);
-    cr_assert_eq(tsim_evaluator_init(&f->ev, &f->topo, &err), 0);
+    tsim_fixture_open(f, &tsim_planner_echo, R, E, rpn, K, NULL, R * (K > 0 ? K : 1));
 }
 
 static void fixture_close(fixture *f)
 {
-    tsim_evaluator_free(&f->ev);
-    tsim_plan_free(&f->plan);
-    tsim_planner_echo.free(f->state);
-    tsim_topology_free(&f->topo);
+    tsim_fixture_close(f);
 }
 
 static void plan_and_evaluate(fixture *f, const tsim_record *rec, tsim_metrics *m)
 {
-    tsim_error err = {0};
-    cr_assert_eq(tsim_planner_echo.plan(f->state, rec, &f->plan, &err), 0, "%s", err.msg);
+    tsim_fixture_plan(f, rec, m);
     cr_assert(f->plan.slot_limited);
-    cr_assert_eq(tsim_evaluate(&f->ev, rec, &f->plan, 3.0, "echo", m, &err), 0, "%s", err.msg);
 }
 
 /* Asserts replica i is exactly (e, g, k, planned). Plans are compared sorted. */

@@ -12,18 +12,13 @@
 #include "fastermoe.h"
 #include "plan.h"
 #include "planner.h"
+#include "planner_fixture.h"
 #include "random_records.h"
 #include "record.h"
 #include "topology.h"
 #include "vector_check.h"
 
-typedef struct {
-    tsim_topology topo;
-    tsim_planner_options opts;
-    void *state;
-    tsim_plan plan;
-    tsim_evaluator ev;
-} fixture;
+typedef tsim_test_fixture fixture;
 
 static tsim_fastermoe_options fm(double comp, double feat, double model)
 {
@@ -32,30 +27,22 @@ static tsim_fastermoe_options fm(double comp, double feat, double model)
 
 static void fixture_open(fixture *f, int R, int E, int rpn, tsim_fastermoe_options o)
 {
-    tsim_error err = {0};
-    cr_assert_eq(tsim_topology_init(&f->topo, R, E, rpn, 2, NULL, &err), 0, "%s", err.msg);
-    tsim_planner_options_default(&f->opts);
-    f->opts.fastermoe = o;
-    cr_assert_eq(tsim_planner_fastermoe.init(&f->state, &f->topo, &f->opts, &err), 0, "%s", err.msg);
-    /* Deliberately small: no slot limit, the plan must grow. */
-    cr_assert_eq(tsim_plan_init(&f->plan, R, 1, &err), 0);
-    cr_assert_eq(tsim_evaluator_init(&f->ev, &f->topo, &err), 0);
+    tsim_planner_options opts;
+    tsim_planner_options_default(&opts);
+    opts.fastermoe = o;
+    /* Deliberately small plan: no slot limit, the plan must grow. */
+    tsim_fixture_open(f, &tsim_planner_fastermoe, R, E, rpn, 2, &opts, 1);
 }
 
 static void fixture_close(fixture *f)
 {
-    tsim_evaluator_free(&f->ev);
-    tsim_plan_free(&f->plan);
-    tsim_planner_fastermoe.free(f->state);
-    tsim_topology_free(&f->topo);
+    tsim_fixture_close(f);
 }
 
 static void plan_and_evaluate(fixture *f, const tsim_record *rec, tsim_metrics *m)
 {
-    tsim_error err = {0};
-    cr_assert_eq(tsim_planner_fastermoe.plan(f->state, rec, &f->plan, &err), 0, "%s", err.msg);
+    tsim_fixture_plan(f, rec, m);
     cr_assert(!f->plan.slot_limited, "fastermoe plans have no slot limit");
-    cr_assert_eq(tsim_evaluate(&f->ev, rec, &f->plan, 3.0, "fastermoe", m, &err), 0, "%s", err.msg);
 }
 
 /* Fills rec (allocated R x E) from a row-major R x E table. */

@@ -11,47 +11,34 @@
 #include "llep.h"
 #include "plan.h"
 #include "planner.h"
+#include "planner_fixture.h"
 #include "random_records.h"
 #include "record.h"
 #include "topology.h"
 #include "vector_check.h"
 
-typedef struct {
-    tsim_topology topo;
-    tsim_planner_options opts;
-    void *state;
-    tsim_plan plan;
-    tsim_evaluator ev;
-} fixture;
+typedef tsim_test_fixture fixture;
 
 static void fixture_open(fixture *f, int R, int E, int rpn, double alpha, int64_t min_chunk, double threshold)
 {
-    tsim_error err = {0};
-    cr_assert_eq(tsim_topology_init(&f->topo, R, E, rpn, 2, NULL, &err), 0, "%s", err.msg);
-    tsim_planner_options_default(&f->opts);
-    f->opts.llep.alpha = alpha;
-    f->opts.llep.min_chunk = min_chunk;
-    f->opts.llep.threshold = threshold;
-    cr_assert_eq(tsim_planner_llep.init(&f->state, &f->topo, &f->opts, &err), 0, "%s", err.msg);
-    /* Deliberately small: LLEP has no slot limit and must grow the plan. */
-    cr_assert_eq(tsim_plan_init(&f->plan, R, 1, &err), 0);
-    cr_assert_eq(tsim_evaluator_init(&f->ev, &f->topo, &err), 0);
+    tsim_planner_options opts;
+    tsim_planner_options_default(&opts);
+    opts.llep.alpha = alpha;
+    opts.llep.min_chunk = min_chunk;
+    opts.llep.threshold = threshold;
+    /* Deliberately small plan: LLEP has no slot limit and must grow it. */
+    tsim_fixture_open(f, &tsim_planner_llep, R, E, rpn, 2, &opts, 1);
 }
 
 static void fixture_close(fixture *f)
 {
-    tsim_evaluator_free(&f->ev);
-    tsim_plan_free(&f->plan);
-    tsim_planner_llep.free(f->state);
-    tsim_topology_free(&f->topo);
+    tsim_fixture_close(f);
 }
 
 static void plan_and_evaluate(fixture *f, const tsim_record *rec, tsim_metrics *m)
 {
-    tsim_error err = {0};
-    cr_assert_eq(tsim_planner_llep.plan(f->state, rec, &f->plan, &err), 0, "%s", err.msg);
+    tsim_fixture_plan(f, rec, m);
     cr_assert(!f->plan.slot_limited, "LLEP plans have no slot limit");
-    cr_assert_eq(tsim_evaluate(&f->ev, rec, &f->plan, 3.0, "llep", m, &err), 0, "%s", err.msg);
 }
 
 static void record_from_totals(tsim_record *rec, int R, int E, const int64_t *tpe)
