@@ -31,3 +31,25 @@ void tsim_fixture_plan(tsim_test_fixture *f, const tsim_record *rec, tsim_metric
     cr_assert_eq(f->desc->plan(f->state, rec, &f->plan, &err), 0, "%s: %s", f->desc->name, err.msg);
     cr_assert_eq(tsim_evaluate(&f->ev, rec, &f->plan, 3.0, f->desc->name, m, &err), 0, "%s", err.msg);
 }
+
+void tsim_fixture_assert_replica(const tsim_plan *p, int i, int e, int g, int k, int64_t planned, const int64_t *row)
+{
+    cr_assert_lt(i, p->count, "replica %d missing (plan has %d)", i, p->count);
+    const tsim_replica *r = &p->replicas[i];
+    cr_assert(r->expert == e && r->guest == g && r->slot == k && r->planned == planned,
+              "replica %d is [%d,%d,%d,%lld], expected [%d,%d,%d,%lld]", i, r->expert, r->guest, r->slot,
+              (long long)r->planned, e, g, k, (long long)planned);
+    if (!row)
+        return;
+    const int64_t *got = tsim_plan_alloc_row_c(p, i);
+    for (int s = 0; s < p->ranks; s++)
+        cr_assert_eq(got[s], row[s], "replica [%d,%d]: source %d sends %lld, expected %lld", e, g, s,
+                     (long long)got[s], (long long)row[s]);
+}
+
+void tsim_fixture_assert_loads(const tsim_test_fixture *f, const int64_t *want)
+{
+    for (int r = 0; r < f->topo.ranks; r++)
+        cr_assert_eq(f->ev.load_after[r], want[r], "rank %d load %lld, expected %lld", r,
+                     (long long)f->ev.load_after[r], (long long)want[r]);
+}

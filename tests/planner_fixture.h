@@ -28,4 +28,11 @@ void tsim_fixture_close(tsim_test_fixture *f);
  * accepts the plan; m receives the metrics. */
 void tsim_fixture_plan(tsim_test_fixture *f, const tsim_record *rec, tsim_metrics *m);
 
+/* Asserts replica i of p is (e, g, k, planned) and, when row is not NULL,
+ * that its alloc row equals row. */
+void tsim_fixture_assert_replica(const tsim_plan *p, int i, int e, int g, int k, int64_t planned, const int64_t *row);
+
+/* Asserts the evaluator's loads after the last plan equal want[R]. */
+void tsim_fixture_assert_loads(const tsim_test_fixture *f, const int64_t *want);
+
 #endif

@@ -34,16 +34,6 @@ static void plan_and_evaluate(fixture *f, const tsim_record *rec, tsim_metrics *
     cr_assert(f->plan.slot_limited);
 }
 
-/* Asserts replica i is exactly (e, g, k, planned). Plans are compared sorted. */
-static void assert_replica(const tsim_plan *p, int i, int e, int g, int k, int64_t planned)
-{
-    cr_assert_lt(i, p->count, "replica %d missing (plan has %d)", i, p->count);
-    const tsim_replica *r = &p->replicas[i];
-    cr_assert(r->expert == e && r->guest == g && r->slot == k && r->planned == planned,
-              "replica %d is [%d,%d,%d,%lld], expected [%d,%d,%d,%lld]", i, r->expert, r->guest, r->slot,
-              (long long)r->planned, e, g, k, (long long)planned);
-}
-
 static int64_t row_sum(const tsim_plan *p, int i)
 {
     int64_t s = 0;
@@ -68,9 +58,9 @@ Test(echo, worked_example_16_experts_4_ranks)
      * bucket 7), rank 1 the last 15. */
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 3);
-    assert_replica(&f.plan, 0, 0, 1, 0, 15);
-    assert_replica(&f.plan, 1, 0, 2, 0, 55);
-    assert_replica(&f.plan, 2, 0, 3, 0, 20);
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 1, 0, 15, NULL);
+    tsim_fixture_assert_replica(&f.plan, 1, 0, 2, 0, 55, NULL);
+    tsim_fixture_assert_replica(&f.plan, 2, 0, 3, 0, 20, NULL);
     for (int r = 0; r < 4; r++)
         cr_assert_eq(f.ev.load_after[r], 75, "rank %d load %lld", r, (long long)f.ev.load_after[r]);
     cr_assert_eq(m.v[TSIM_M_RHO_AFTER], 0.0);
@@ -167,10 +157,10 @@ Test(echo, bin_packing_remainder_goes_to_the_tail)
     const int64_t spare[8] = {0, 0, 0, 0, 75, 30, 20, 10};
     cr_assert_eq(tsim_echo_assign(f.state, spill, spare, 70, &f.plan, &err), 0);
     cr_assert_eq(f.plan.count, 4);
-    assert_replica(&f.plan, 0, 0, 4, 0, 75);
-    assert_replica(&f.plan, 1, 1, 5, 0, 30);
-    assert_replica(&f.plan, 2, 2, 6, 0, 20);
-    assert_replica(&f.plan, 3, 0, 7, 0, 10);
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 4, 0, 75, NULL);
+    tsim_fixture_assert_replica(&f.plan, 1, 1, 5, 0, 30, NULL);
+    tsim_fixture_assert_replica(&f.plan, 2, 2, 6, 0, 20, NULL);
+    tsim_fixture_assert_replica(&f.plan, 3, 0, 7, 0, 10, NULL);
     fixture_close(&f);
 }
 
@@ -188,9 +178,9 @@ Test(echo, bin_packing_lowest_bucket_first_and_stops_when_empty)
     const int64_t spare[8] = {0, 0, 0, 0, 30, 5, 50, 30};
     cr_assert_eq(tsim_echo_assign(f.state, spill, spare, 70, &f.plan, &err), 0);
     cr_assert_eq(f.plan.count, 3);
-    assert_replica(&f.plan, 0, 2, 6, 0, 40);
-    assert_replica(&f.plan, 1, 0, 4, 0, 12);
-    assert_replica(&f.plan, 2, 1, 7, 0, 12);
+    tsim_fixture_assert_replica(&f.plan, 0, 2, 6, 0, 40, NULL);
+    tsim_fixture_assert_replica(&f.plan, 1, 0, 4, 0, 12, NULL);
+    tsim_fixture_assert_replica(&f.plan, 2, 1, 7, 0, 12, NULL);
     fixture_close(&f);
 }
 
@@ -204,7 +194,7 @@ Test(echo, bin_packing_unplaced_spill_stays_home)
     const int64_t spare[4] = {0, 0, 10, 0};
     cr_assert_eq(tsim_echo_assign(f.state, spill, spare, 70, &f.plan, &err), 0);
     cr_assert_eq(f.plan.count, 1);
-    assert_replica(&f.plan, 0, 0, 2, 0, 10);
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 2, 0, 10, NULL);
     fixture_close(&f);
 }
 
@@ -221,12 +211,12 @@ Test(echo, greedy_interval_overlap)
     cr_assert_eq(tsim_echo_assign(f.state, spill, spare, 100, &f.plan, &err), 0);
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 6);
-    assert_replica(&f.plan, 0, 0, 4, 0, 50);
-    assert_replica(&f.plan, 1, 1, 4, 1, 10);
-    assert_replica(&f.plan, 2, 1, 5, 0, 20);
-    assert_replica(&f.plan, 3, 2, 5, 1, 5);
-    assert_replica(&f.plan, 4, 2, 6, 0, 15);
-    assert_replica(&f.plan, 5, 3, 6, 1, 10);
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 4, 0, 50, NULL);
+    tsim_fixture_assert_replica(&f.plan, 1, 1, 4, 1, 10, NULL);
+    tsim_fixture_assert_replica(&f.plan, 2, 1, 5, 0, 20, NULL);
+    tsim_fixture_assert_replica(&f.plan, 3, 2, 5, 1, 5, NULL);
+    tsim_fixture_assert_replica(&f.plan, 4, 2, 6, 0, 15, NULL);
+    tsim_fixture_assert_replica(&f.plan, 5, 3, 6, 1, 10, NULL);
     fixture_close(&f);
 }
 
@@ -243,9 +233,9 @@ Test(echo, greedy_keeps_top_k_and_drops_the_rest)
     cr_assert_eq(tsim_echo_assign(f.state, spill, spare, 100, &f.plan, &err), 0);
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 3);
-    assert_replica(&f.plan, 0, 0, 4, 0, 40);
-    assert_replica(&f.plan, 1, 2, 5, 0, 5);
-    assert_replica(&f.plan, 2, 3, 4, 1, 30);
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 4, 0, 40, NULL);
+    tsim_fixture_assert_replica(&f.plan, 1, 2, 5, 0, 5, NULL);
+    tsim_fixture_assert_replica(&f.plan, 2, 3, 4, 1, 30, NULL);
     fixture_close(&f);
 }
 
@@ -261,8 +251,8 @@ Test(echo, greedy_ties_go_to_the_lower_sorted_position)
     cr_assert_eq(tsim_echo_assign(f.state, spill, spare, 100, &f.plan, &err), 0);
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 2);
-    assert_replica(&f.plan, 0, 0, 4, 0, 20);
-    assert_replica(&f.plan, 1, 1, 4, 1, 20);
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 4, 0, 20, NULL);
+    tsim_fixture_assert_replica(&f.plan, 1, 1, 4, 1, 20, NULL);
 
     /* The larger piece takes slot 0 even when it comes later: spills e0 45
      * [0,45), e1 25 [45,70); spares r4 40 [0,40), r5 30 [40,70). r4 gets e0 40;
@@ -272,9 +262,9 @@ Test(echo, greedy_ties_go_to_the_lower_sorted_position)
     cr_assert_eq(tsim_echo_assign(f.state, spill2, spare2, 100, &f.plan, &err), 0);
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 3);
-    assert_replica(&f.plan, 0, 0, 4, 0, 40);
-    assert_replica(&f.plan, 1, 0, 5, 1, 5);
-    assert_replica(&f.plan, 2, 1, 5, 0, 25);
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 4, 0, 40, NULL);
+    tsim_fixture_assert_replica(&f.plan, 1, 0, 5, 1, 5, NULL);
+    tsim_fixture_assert_replica(&f.plan, 2, 1, 5, 0, 25, NULL);
     fixture_close(&f);
 }
 

@@ -52,26 +52,6 @@ static void record_from_table(tsim_record *rec, int R, int E, const int64_t *tab
     memcpy(rec->counts, table, sizeof *table * (size_t)R * (size_t)E);
 }
 
-static void assert_replica(const tsim_plan *p, int i, int e, int g, int k, int64_t planned, const int64_t *row)
-{
-    cr_assert_lt(i, p->count, "replica %d missing (plan has %d)", i, p->count);
-    const tsim_replica *r = &p->replicas[i];
-    cr_assert(r->expert == e && r->guest == g && r->slot == k && r->planned == planned,
-              "replica %d is [%d,%d,%d,%lld], expected [%d,%d,%d,%lld]", i, r->expert, r->guest, r->slot,
-              (long long)r->planned, e, g, k, (long long)planned);
-    const int64_t *got = tsim_plan_alloc_row_c(p, i);
-    for (int s = 0; s < p->ranks; s++)
-        cr_assert_eq(got[s], row[s], "replica [%d,%d]: source %d sends %lld, expected %lld", e, g, s,
-                     (long long)got[s], (long long)row[s]);
-}
-
-static void assert_loads(const fixture *f, const int64_t *want)
-{
-    for (int r = 0; r < f->topo.ranks; r++)
-        cr_assert_eq(f->ev.load_after[r], want[r], "rank %d load %lld, expected %lld", r,
-                     (long long)f->ev.load_after[r], (long long)want[r]);
-}
-
 Test(fastermoe, stopping_rule_by_hand)
 {
     /* comp 1, feat 0.5: 3*1 + 4*0.5 = 5 us per token (exact in binary). */
@@ -150,9 +130,9 @@ Test(fastermoe, ties_stop_shadowing)
     plan_and_evaluate(&f, &rec, &m);
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 2);
-    assert_replica(&f.plan, 0, 1, 1, 0, 10, (const int64_t[]){0, 10});
-    assert_replica(&f.plan, 1, 6, 0, 0, 10, (const int64_t[]){10, 0});
-    assert_loads(&f, (const int64_t[]){40 + 3 + 10, 2 + 41 + 10});
+    tsim_fixture_assert_replica(&f.plan, 0, 1, 1, 0, 10, (const int64_t[]){0, 10});
+    tsim_fixture_assert_replica(&f.plan, 1, 6, 0, 0, 10, (const int64_t[]){10, 0});
+    tsim_fixture_assert_loads(&f, (const int64_t[]){40 + 3 + 10, 2 + 41 + 10});
     tsim_record_free(&rec);
     fixture_close(&f);
 }
@@ -207,13 +187,13 @@ Test(fastermoe, hand_computed_plan)
     cr_assert(f.plan.replicas[2].expert == 0 && f.plan.replicas[2].guest == 1);
     cr_assert(f.plan.replicas[3].expert == 0 && f.plan.replicas[3].guest == 3);
     tsim_plan_sort(&f.plan);
-    assert_replica(&f.plan, 0, 0, 1, 0, 30, (const int64_t[]){0, 30, 0, 0});
-    assert_replica(&f.plan, 1, 0, 3, 1, 70, (const int64_t[]){0, 0, 0, 70});
-    assert_replica(&f.plan, 2, 5, 0, 0, 60, (const int64_t[]){60, 0, 0, 0});
-    assert_replica(&f.plan, 3, 5, 3, 0, 100, (const int64_t[]){0, 0, 0, 100});
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 1, 0, 30, (const int64_t[]){0, 30, 0, 0});
+    tsim_fixture_assert_replica(&f.plan, 1, 0, 3, 1, 70, (const int64_t[]){0, 0, 0, 70});
+    tsim_fixture_assert_replica(&f.plan, 2, 5, 0, 0, 60, (const int64_t[]){60, 0, 0, 0});
+    tsim_fixture_assert_replica(&f.plan, 3, 5, 3, 0, 100, (const int64_t[]){0, 0, 0, 100});
     /* Before: 150, 119, 200, 170. After: rank 0 keeps 50 of e0 + 60 of e5;
      * rank 1 119 + 30; rank 2 keeps its own 40 of e5; rank 3 170 + 100 + 70. */
-    assert_loads(&f, (const int64_t[]){110, 149, 40, 340});
+    tsim_fixture_assert_loads(&f, (const int64_t[]){110, 149, 40, 340});
     /* Nodes {0, 1}, {2, 3}: e0 on 1 intra, on 3 inter; e5 on 0 inter, on 3 intra. */
     cr_assert_eq(m.v[TSIM_M_INTRA], 2.0);
     cr_assert_eq(m.v[TSIM_M_INTER], 2.0);

@@ -47,27 +47,6 @@ static void record_from_totals(tsim_record *rec, int R, int E, const int64_t *tp
     tsim_record_split_even(rec, tpe);
 }
 
-/* Asserts sorted replica i is (e, g, k, planned) with this alloc row. */
-static void assert_replica(const tsim_plan *p, int i, int e, int g, int k, int64_t planned, const int64_t *row)
-{
-    cr_assert_lt(i, p->count, "replica %d missing (plan has %d)", i, p->count);
-    const tsim_replica *r = &p->replicas[i];
-    cr_assert(r->expert == e && r->guest == g && r->slot == k && r->planned == planned,
-              "replica %d is [%d,%d,%d,%lld], expected [%d,%d,%d,%lld]", i, r->expert, r->guest, r->slot,
-              (long long)r->planned, e, g, k, (long long)planned);
-    const int64_t *got = tsim_plan_alloc_row_c(p, i);
-    for (int s = 0; s < p->ranks; s++)
-        cr_assert_eq(got[s], row[s], "replica [%d,%d]: source %d sends %lld, expected %lld", e, g, s,
-                     (long long)got[s], (long long)row[s]);
-}
-
-static void assert_loads(const fixture *f, const int64_t *want)
-{
-    for (int r = 0; r < f->topo.ranks; r++)
-        cr_assert_eq(f->ev.load_after[r], want[r], "rank %d load %lld, expected %lld", r,
-                     (long long)f->ev.load_after[r], (long long)want[r]);
-}
-
 Test(llep, worked_example_16_experts_4_ranks)
 {
     fixture f;
@@ -82,10 +61,10 @@ Test(llep, worked_example_16_experts_4_ranks)
      * 25 per source; home keeps source 0's first 10. */
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 3);
-    assert_replica(&f.plan, 0, 0, 1, 0, 15, (const int64_t[]){0, 0, 0, 15});
-    assert_replica(&f.plan, 1, 0, 2, 0, 55, (const int64_t[]){15, 25, 15, 0});
-    assert_replica(&f.plan, 2, 0, 3, 0, 20, (const int64_t[]){0, 0, 10, 10});
-    assert_loads(&f, (const int64_t[]){75, 75, 75, 75});
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 1, 0, 15, (const int64_t[]){0, 0, 0, 15});
+    tsim_fixture_assert_replica(&f.plan, 1, 0, 2, 0, 55, (const int64_t[]){15, 25, 15, 0});
+    tsim_fixture_assert_replica(&f.plan, 2, 0, 3, 0, 20, (const int64_t[]){0, 0, 10, 10});
+    tsim_fixture_assert_loads(&f, (const int64_t[]){75, 75, 75, 75});
     cr_assert_eq(m.v[TSIM_M_RHO_AFTER], 0.0);
     cr_assert_eq(f.plan.notes, 0u);
     tsim_record_free(&rec);
@@ -154,7 +133,7 @@ Test(llep, threshold_skip_plans_nothing_and_notes_it)
     cr_assert_eq(f.plan.notes, 0u, "the note must not leak from the previous record");
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 1);
-    assert_replica(&f.plan, 0, 0, 2, 0, 30, (const int64_t[]){0, 0, 0, 30});
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 2, 0, 30, (const int64_t[]){0, 0, 0, 30});
     /* An empty record with the threshold on is a skip too; with it off it is
      * simply nothing to plan. */
     memset(rec.counts, 0, sizeof *rec.counts * 16);
@@ -174,8 +153,8 @@ Test(llep, threshold_skip_plans_nothing_and_notes_it)
     plan_and_evaluate(&f, &rec, &m);
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 2);
-    assert_replica(&f.plan, 0, 0, 2, 0, 29, (const int64_t[]){0, 0, 0, 29});
-    assert_replica(&f.plan, 1, 1, 2, 1, 1, (const int64_t[]){0, 0, 0, 1});
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 2, 0, 29, (const int64_t[]){0, 0, 0, 29});
+    tsim_fixture_assert_replica(&f.plan, 1, 1, 2, 1, 1, (const int64_t[]){0, 0, 0, 1});
     fixture_close(&f);
     tsim_record_free(&rec);
 }
@@ -223,10 +202,10 @@ Test(llep, min_chunk_skip_then_forced_remainder)
      * rank 2 source 3's last 4. */
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 3);
-    assert_replica(&f.plan, 0, 0, 1, 0, 10, (const int64_t[]){0, 0, 0, 10});
-    assert_replica(&f.plan, 1, 0, 3, 0, 30, (const int64_t[]){0, 6, 17, 7});
-    assert_replica(&f.plan, 2, 1, 2, 0, 4, (const int64_t[]){0, 0, 0, 4});
-    assert_loads(&f, (const int64_t[]){30, 30, 33, 30});
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 1, 0, 10, (const int64_t[]){0, 0, 0, 10});
+    tsim_fixture_assert_replica(&f.plan, 1, 0, 3, 0, 30, (const int64_t[]){0, 6, 17, 7});
+    tsim_fixture_assert_replica(&f.plan, 2, 1, 2, 0, 4, (const int64_t[]){0, 0, 0, 4});
+    tsim_fixture_assert_loads(&f, (const int64_t[]){30, 30, 33, 30});
     fixture_close(&f);
 
     /* The same record with m = 1: rank 1 takes 6, rank 2 takes 1, and the last
@@ -238,11 +217,11 @@ Test(llep, min_chunk_skip_then_forced_remainder)
     plan_and_evaluate(&f, &rec, &m);
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 4);
-    assert_replica(&f.plan, 0, 0, 1, 0, 9, (const int64_t[]){0, 0, 0, 9});
-    assert_replica(&f.plan, 1, 0, 2, 0, 1, (const int64_t[]){0, 0, 0, 1});
-    assert_replica(&f.plan, 2, 0, 3, 0, 30, (const int64_t[]){0, 6, 17, 7});
-    assert_replica(&f.plan, 3, 1, 0, 0, 3, (const int64_t[]){0, 0, 0, 3});
-    assert_loads(&f, (const int64_t[]){33, 30, 30, 30});
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 1, 0, 9, (const int64_t[]){0, 0, 0, 9});
+    tsim_fixture_assert_replica(&f.plan, 1, 0, 2, 0, 1, (const int64_t[]){0, 0, 0, 1});
+    tsim_fixture_assert_replica(&f.plan, 2, 0, 3, 0, 30, (const int64_t[]){0, 6, 17, 7});
+    tsim_fixture_assert_replica(&f.plan, 3, 1, 0, 0, 3, (const int64_t[]){0, 0, 0, 3});
+    tsim_fixture_assert_loads(&f, (const int64_t[]){33, 30, 30, 30});
     fixture_close(&f);
     tsim_record_free(&rec);
 }
@@ -270,11 +249,11 @@ Test(llep, forced_merge_native_keeps_nothing_and_slot_order)
      * last 7. Expert 2 = 2, 2, 1: home 2 + 2, rank 0 source 2's 1. */
     tsim_plan_sort(&f.plan);
     cr_assert_eq(f.plan.count, 4);
-    assert_replica(&f.plan, 0, 0, 1, 0, 12, (const int64_t[]){0, 0, 12});
-    assert_replica(&f.plan, 1, 0, 2, 0, 28, (const int64_t[]){14, 13, 1});
-    assert_replica(&f.plan, 2, 1, 1, 1, 7, (const int64_t[]){0, 0, 7});
-    assert_replica(&f.plan, 3, 2, 0, 0, 1, (const int64_t[]){0, 0, 1});
-    assert_loads(&f, (const int64_t[]){29, 28, 28});
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 1, 0, 12, (const int64_t[]){0, 0, 12});
+    tsim_fixture_assert_replica(&f.plan, 1, 0, 2, 0, 28, (const int64_t[]){14, 13, 1});
+    tsim_fixture_assert_replica(&f.plan, 2, 1, 1, 1, 7, (const int64_t[]){0, 0, 7});
+    tsim_fixture_assert_replica(&f.plan, 3, 2, 0, 0, 1, (const int64_t[]){0, 0, 1});
+    tsim_fixture_assert_loads(&f, (const int64_t[]){29, 28, 28});
     tsim_record_free(&rec);
     fixture_close(&f);
 }
@@ -297,11 +276,11 @@ Test(llep, alpha_below_one_forces_over_capacity)
     cr_assert_eq(f.plan.count, 3);
     /* Expert 0 = 20 per source: home 20 + 4; rank 2 14 of source 1; rank 1 the
      * last 2 of source 1 then all 20 of source 2 (its forced range follows). */
-    assert_replica(&f.plan, 0, 0, 1, 0, 22, (const int64_t[]){0, 2, 20});
-    assert_replica(&f.plan, 1, 0, 2, 0, 14, (const int64_t[]){0, 14, 0});
+    tsim_fixture_assert_replica(&f.plan, 0, 0, 1, 0, 22, (const int64_t[]){0, 2, 20});
+    tsim_fixture_assert_replica(&f.plan, 1, 0, 2, 0, 14, (const int64_t[]){0, 14, 0});
     /* Expert 1 = 7, 7, 6: home keeps source 0's first 2. */
-    assert_replica(&f.plan, 2, 1, 0, 0, 18, (const int64_t[]){5, 7, 6});
-    assert_loads(&f, (const int64_t[]){42, 24, 24});
+    tsim_fixture_assert_replica(&f.plan, 2, 1, 0, 0, 18, (const int64_t[]){5, 7, 6});
+    tsim_fixture_assert_loads(&f, (const int64_t[]){42, 24, 24});
     tsim_record_free(&rec);
     fixture_close(&f);
 }
