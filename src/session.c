@@ -2,18 +2,12 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "cli_common.h"
 
 const char *const tsim_note_names[TSIM_NOTE_KINDS] = {
     "auction_capped", "ipm_fallback", "threshold_skip", "gpu_fallback", "time_limit",
 };
-
-static int64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots, const int32_t *home,
                       const tsim_planner *planners, int n_planners, double lambda_eval, tsim_error *err)
@@ -80,9 +74,9 @@ int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err
     for (int i = 0; i < s->n_planners; i++) {
         tsim_planner *p = &s->planners[i];
         tsim_plan_reset(&s->plan);
-        int64_t t0 = s->timing ? monotonic_ns() : 0;
+        int64_t t0 = s->timing ? tsim_now_ns() : 0;
         int rc = p->desc->plan(p->state, rec, &s->plan, err);
-        int64_t t1 = s->timing ? monotonic_ns() : 0;
+        int64_t t1 = s->timing ? tsim_now_ns() : 0;
         if (rc) {
             tsim_error_prefix(err, "planner '%s', record %lld", p->label, (long long)rec->index);
             return rc;

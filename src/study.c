@@ -59,18 +59,6 @@ void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int
         row->notes[b] = s->results[planner].note_records[b];
 }
 
-double tsim_study_mean(const tsim_study *s, const char *planner, int metric)
-{
-    double sum = 0;
-    int n = 0;
-    for (int i = 0; i < s->n; i++)
-        if (s->rows[i].ok && strcmp(s->rows[i].planner, planner) == 0) {
-            sum += s->rows[i].metrics[metric].mean;
-            n++;
-        }
-    return n ? sum / n : NAN;
-}
-
 static bool stat_of(const tsim_summary *sum, const char *stat, double *v)
 {
     if (strcmp(stat, "mean") == 0)

@@ -51,9 +51,6 @@ tsim_study_row *tsim_study_add(tsim_study *s);
 /* Fills a row's metrics from one planner's results of a session. */
 void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int planner);
 
-/* Mean of a metric's mean over rows of planner (ok rows only); NAN if none. */
-double tsim_study_mean(const tsim_study *s, const char *planner, int metric);
-
 /* --fail-if lookup over rows: "KEY.PLANNER.METRIC.STAT" for one cell, or
  * "PLANNER.METRIC.STAT" for the mean of that statistic over all of the
  * planner's cells. ctx is the tsim_study. */
