@@ -106,16 +106,7 @@ static int check_gates(const tsim_session *s, const char *const *gates, int n)
         if (row)
             tsim_study_row_from_session(row, s, p);
     }
-    int status = TSIM_OK;
-    for (int g = 0; g < n; g++) {
-        tsim_error gerr = {0};
-        int rc = tsim_failif_check(gates[g], tsim_study_lookup, &study, &gerr);
-        if (rc) {
-            fprintf(stderr, "taotsim replay: %s\n", gerr.msg);
-            if (rc == TSIM_E_INPUT || status == TSIM_OK)
-                status = rc;
-        }
-    }
+    int status = tsim_study_check_gates(&study, gates, n, "replay", stderr);
     tsim_study_free(&study);
     return status;
 }

@@ -347,19 +347,7 @@ static int run_study(study_kind kind, int argc, char **argv)
             return tsim_cli_fail(cmd, &err);
         }
     }
-    int status = 0;
-    for (int g = 0; g < n_gates; g++) {
-        tsim_error gerr = {0};
-        int grc = tsim_failif_check(gates[g], tsim_study_lookup, &study, &gerr);
-        if (grc == TSIM_E_CHECK) {
-            fprintf(stderr, "taotsim %s: %s\n", cmd, gerr.msg);
-            if (status == 0)
-                status = TSIM_E_CHECK;
-        } else if (grc) {
-            fprintf(stderr, "taotsim %s: %s\n", cmd, gerr.msg);
-            status = TSIM_E_INPUT;
-        }
-    }
+    int status = tsim_study_check_gates(&study, gates, n_gates, cmd, stderr);
     tsim_study_free(&study);
     return status;
 }

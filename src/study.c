@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "failif.h"
 #include "paper.h"
 
 void tsim_study_init(tsim_study *s, const char *name)
@@ -135,6 +136,21 @@ int tsim_study_lookup(void *ctx, const char *name, double *value)
         return -1;
     *value = sum / n;
     return 0;
+}
+
+int tsim_study_check_gates(const tsim_study *s, const char *const *gates, int n, const char *cmd, FILE *log)
+{
+    int status = TSIM_OK;
+    for (int g = 0; g < n; g++) {
+        tsim_error gerr = {0};
+        int rc = tsim_failif_check(gates[g], tsim_study_lookup, (void *)s, &gerr);
+        if (rc == TSIM_OK)
+            continue;
+        fprintf(log, "taotsim %s: %s\n", cmd, gerr.msg);
+        if (rc != TSIM_E_CHECK || status == TSIM_OK)
+            status = rc == TSIM_E_CHECK ? TSIM_E_CHECK : TSIM_E_INPUT;
+    }
+    return status;
 }
 
 cJSON *tsim_study_json(const tsim_study *s)

@@ -56,6 +56,11 @@ void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int
  * planner's cells. ctx is the tsim_study. */
 int tsim_study_lookup(void *ctx, const char *name, double *value);
 
+/* Evaluates every --fail-if expression over the study's rows, printing
+ * "taotsim CMD: ..." on log for each that holds or is malformed. Returns 0,
+ * TSIM_E_CHECK when one held, TSIM_E_INPUT when one was malformed (that wins). */
+int tsim_study_check_gates(const tsim_study *s, const char *const *gates, int n, const char *cmd, FILE *log);
+
 /* The JSON result: tool, version, command, study, params, results[], extra fields. */
 struct cJSON *tsim_study_json(const tsim_study *s);
 
