@@ -170,9 +170,13 @@ int tsim_taot_init(tsim_taot_ctx *c, const tsim_topology *topo, const tsim_plann
         }
     }
 
-    /* Constants depending on lambda: double, rounded once to float (never expf). */
+    /* Constants depending on lambda: double, rounded once to float (never expf).
+     * The exponent is rounded to float before exp, as the published code takes
+     * it from a float32 tensor: at lambda 3 this is 0x3f376e98, one ulp below
+     * (float)exp(-1.0/3), and that bit decides Phase-2 near-ties (taot.md). */
     const double lambda = opts->lambda_plan;
-    c->m_in = (float)exp(-1.0 / lambda);
+    const float exponent_in = (float)(-1.0 / lambda);
+    c->m_in = (float)exp((double)exponent_in);
     c->m_out = (float)exp(-1.0);
     c->inv_lambda = (float)(1.0 / lambda);
     c->b_near = o->comm_cost ? 1.0f : 0.0f;

@@ -100,7 +100,7 @@ Test(taot_vectors, all_present)
 {
     static char paths[MAX_VECTORS][1024];
     int n = tsim_test_vector_files("taot", paths, MAX_VECTORS);
-    cr_assert_geq(n, 17, "expected the 17 TAOT vectors of vectors/README.md, found %d", n);
+    cr_assert_geq(n, 18, "expected the 18 TAOT vectors of vectors/README.md, found %d", n);
 }
 
 /* ------------------------------------------------------------------------- */
@@ -244,14 +244,33 @@ Test(taot_phase1, kernel_constants)
         o.lambda_plan = l;
         tsim_taot_ctx c;
         ctx_make(&c, &t, &o);
-        /* Rounded once from double. */
-        cr_assert_eq(c.m_in, (float)exp(-1.0 / l));
+        /* The exponent is rounded to float first, then exp in double, rounded
+         * once (taot.md precision rules, as the published code). */
+        cr_assert_eq(c.m_in, (float)exp((double)(float)(-1.0 / l)));
         cr_assert_eq(c.m_out, (float)exp(-1.0));
         cr_assert_eq(c.inv_lambda, (float)(1.0 / l));
         /* Within a node is preferred by exp((lambda - 1) / lambda). */
         cr_assert_float_eq((double)c.m_in / (double)c.m_out, exp((l - 1.0) / l), 1e-6 * exp((l - 1.0) / l));
         tsim_taot_free(&c);
     }
+    tsim_topology_free(&t);
+}
+
+/* taot.md's worked value: at lambda 3 the kernel constant is 0x3f376e98
+ * (0.7165313), not (float)exp(-1.0/3) = 0.71653134 (vector 18 depends on it). */
+Test(taot_phase1, kernel_constant_bits_at_lambda_3)
+{
+    tsim_topology t;
+    topo_make(&t, 4, 4, 2, 1);
+    tsim_planner_options o;
+    tsim_planner_options_default(&o);
+    tsim_taot_ctx c;
+    ctx_make(&c, &t, &o);
+    uint32_t bits;
+    memcpy(&bits, &c.m_in, sizeof bits);
+    cr_assert_eq(bits, 0x3f376e98u, "M_in bits 0x%08x", bits);
+    cr_assert_neq(c.m_in, (float)exp(-1.0 / 3.0));
+    tsim_taot_free(&c);
     tsim_topology_free(&t);
 }
 
