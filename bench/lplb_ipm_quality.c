@@ -23,6 +23,7 @@
 
 #include "evaluate.h"
 #include "planner.h"
+#include "registry.h"
 #include "stats.h"
 
 #define EXPERTS 128

@@ -13,6 +13,7 @@
 #include "parse.h"
 #include "plan.h"
 #include "planner.h"
+#include "registry.h"
 #include "record.h"
 #include "split.h"
 #include "stats.h"

@@ -12,6 +12,7 @@
 
 #include "evaluate.h"
 #include "planner.h"
+#include "registry.h"
 #include "random_records.h"
 #include "record.h"
 #include "session.h"

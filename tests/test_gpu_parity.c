@@ -25,6 +25,7 @@
 #include "planner.h"
 #include "random_records.h"
 #include "taot.h"
+#include "taot_planner.h"
 #include "taot_gpu.h"
 #include "topology.h"
 #include "trace.h"

@@ -12,6 +12,7 @@
 #include "evaluate.h"
 #include "lplb.h"
 #include "planner.h"
+#include "registry.h"
 #include "random_records.h"
 #include "vector.h"
 #include "vector_check.h"

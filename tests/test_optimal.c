@@ -13,6 +13,7 @@
 #include "evaluate.h"
 #include "optimal.h"
 #include "planner.h"
+#include "registry.h"
 #include "random_records.h"
 
 /* ---- a planner with its topology, plan and evaluator ---- */

@@ -12,9 +12,11 @@
 
 #include "evaluate.h"
 #include "planner.h"
+#include "registry.h"
 #include "random_records.h"
 #include "split.h"
 #include "taot.h"
+#include "taot_planner.h"
 #include "taot_gpu.h"
 #include "vector_check.h"
 
@@ -1008,28 +1010,29 @@ Test(taot_plan, gpu_device_same_plan_or_cpu_fallback)
     tsim_planner_options o;
     tsim_planner_options_default(&o);
     tsim_error err = {0};
-    tsim_taot_ctx c;
-    ctx_make(&c, &t, &o);
-    cr_assert_not(c.gpu_fallback);
-    cr_assert_eq(tsim_taot_plan(&c, &rec, &cpu, &err), 0);
-    tsim_taot_free(&c);
+    void *cpu_state = NULL, *gpu_state = NULL;
+    cr_assert_eq(tsim_planner_taot.init(&cpu_state, &t, &o, &err), 0, "%s", err.msg);
+    cr_assert_not(tsim_taot_gpu_fell_back(cpu_state, NULL, 0));
+    cr_assert_eq(tsim_planner_taot.plan(cpu_state, &rec, &cpu, &err), 0);
     o.taot.device = TSIM_DEVICE_GPU;
-    ctx_make(&c, &t, &o);
-    char why[256];
+    cr_assert_eq(tsim_planner_taot.init(&gpu_state, &t, &o, &err), 0, "%s", err.msg);
+    char why[256], fell_why[256];
     const bool device = tsim_taot_gpu_available(why, sizeof why) != 0;
-    cr_assert_eq(tsim_taot_plan(&c, &rec, &gpu, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_planner_taot.plan(gpu_state, &rec, &gpu, &err), 0, "%s", err.msg);
+    const bool fell_back = tsim_taot_gpu_fell_back(gpu_state, fell_why, sizeof fell_why);
     if (device) {
-        cr_assert_not(c.gpu_fallback, "a device answers, yet: %s", c.gpu_why);
+        cr_assert_not(fell_back, "a device answers, yet: %s", fell_why);
         cr_assert_eq(gpu.notes & TSIM_NOTE_GPU_FALLBACK, 0u);
     } else {
-        cr_assert(c.gpu_fallback);
-        cr_assert(c.gpu_why[0] != '\0');
+        cr_assert(fell_back);
+        cr_assert(fell_why[0] != '\0');
         cr_assert(gpu.notes & TSIM_NOTE_GPU_FALLBACK);
     }
     cr_assert_eq(cpu.notes & TSIM_NOTE_GPU_FALLBACK, 0u);
     cr_assert_gt(cpu.count, 0);
     tsim_test_assert_plans_equal(&gpu, &cpu, "gpu device");
-    tsim_taot_free(&c);
+    tsim_planner_taot.free(cpu_state);
+    tsim_planner_taot.free(gpu_state);
     tsim_plan_free(&cpu);
     tsim_plan_free(&gpu);
     tsim_record_free(&rec);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "planner.h"
+#include "registry.h"
 #include "tsim_config.h"
 
 const char *tsim_test_spec_dir(void)

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Builds the libFuzzer targets of tests/fuzz with clang, AddressSanitizer and
 # UndefinedBehaviorSanitizer, compiling the core library sources directly (no
-# meson: the list is every src/*.c except the CLI, every baselines/*.c and the
-# CPU stub of the GPU planner). Usage: tests/fuzz/build.sh [OUTDIR]
+# meson: the list is every src/<layer>/*.c except the CLI layer, every
+# baselines/**/*.c and the CPU stub of the GPU planner). Usage: tests/fuzz/build.sh [OUTDIR]
 # (default build-fuzz in the source root). Needs clang and libclang-rt
 # (apt-get install -y clang libclang-rt-14-dev).
 set -eu
@@ -28,16 +28,21 @@ else
     rm -f "$out/tsim_config.h.new"
 fi
 
+# Every library layer's folder is an include directory, as in meson.
+layer_dirs="$root/src/util $root/src/model $root/src/trace $root/src/planner $(find "$root/baselines" -type d) $root/gpu $root/src/registry $root/src/report $root/src/study"
+layer_includes=""
+for d in $layer_dirs; do layer_includes="$layer_includes -I$d"; done
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # -DTSIM_FUZZING: nothing in the library depends on it; handy for local guards.
 cflags="-std=c11 -g -O1 -D_POSIX_C_SOURCE=200809L -ffp-contract=off -DTSIM_FUZZING $san
-        -I$out -I$root -I$root/src -I$root/baselines -I$root/gpu $(pkg-config --cflags libcjson gsl zlib)"
+        -I$out $layer_includes $(pkg-config --cflags libcjson gsl zlib)"
 libs="$(pkg-config --libs libcjson gsl zlib) -lglpk -lm -lpthread"
 
 # Library objects, rebuilt when the source or any header is newer.
-newest_header=$(ls -t "$root"/src/*.h "$root"/baselines/*.h "$root"/gpu/*.h 2>/dev/null | head -1)
+newest_header=$(find $layer_dirs -maxdepth 1 -name '*.h' -printf '%T@ %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
 objs=""
-for src in "$root"/src/*.c "$root"/baselines/*.c "$root"/gpu/taot_gpu_stub.c; do
+lib_sources=$(for d in $layer_dirs; do [ "$d" = "$root/gpu" ] || find "$d" -maxdepth 1 -name '*.c'; done | sort)
+for src in $lib_sources "$root"/gpu/taot_gpu_stub.c; do
     base=$(basename "$src" .c)
     case "$base" in main | cmd_*) continue ;; esac
     obj="$out/obj/$(basename "$(dirname "$src")")_$base.o"

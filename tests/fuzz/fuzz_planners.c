@@ -14,6 +14,7 @@
 #include "evaluate.h"
 #include "fuzz_common.h"
 #include "planner.h"
+#include "registry.h"
 #include "record.h"
 #include "session.h"
 #include "topology.h"

@@ -12,9 +12,11 @@
 #include "evaluate.h"
 #include "parse.h"
 #include "planner.h"
+#include "registry.h"
 #include "report.h"
 #include "stats.h"
 #include "taot.h"
+#include "taot_planner.h"
 #include "taot_gpu.h"
 #include "vector.h"
 

@@ -5,8 +5,9 @@
 #include <gsl/gsl_errno.h>
 
 #include "cli_common.h"
+#include "report.h"
 #include "commands.h"
-#include "outfile.h"
+#include "signals.h"
 #include "tsim_config.h"
 
 typedef struct {
@@ -50,8 +51,8 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     gsl_set_error_handler_off();
-    tsim_outfile_install_signal_cleanup();
-    tsim_cli_set_command_line(argc, argv);
+    tsim_cli_install_signal_cleanup();
+    tsim_report_set_command_line(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -6,6 +6,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+
 int tsim_cli_fail(const char *cmd, const tsim_error *err)
 {
     int code = err && err->code ? err->code : TSIM_E_INTERNAL;
@@ -26,40 +28,6 @@ int tsim_cli_usage_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\nTry 'taotsim %s --help'.\n", cmd);
     return TSIM_E_INPUT;
-}
-
-static char command_line[4096];
-
-void tsim_cli_set_command_line(int argc, char **argv)
-{
-    size_t used = 0;
-    command_line[0] = '\0';
-    for (int i = 0; i < argc; i++) {
-        const char *a = i == 0 ? "taotsim" : argv[i];
-        int n = snprintf(command_line + used, sizeof command_line - used, "%s%s", i ? " " : "", a);
-        if (n < 0 || (size_t)n >= sizeof command_line - used)
-            break;
-        used += (size_t)n;
-    }
-}
-
-const char *tsim_cli_command_line(void)
-{
-    return command_line;
-}
-
-double tsim_now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-int64_t tsim_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 void tsim_progress_start(tsim_progress *p, const char *what)
@@ -93,12 +61,6 @@ void tsim_progress_finish(tsim_progress *p)
         fprintf(stderr, "\r\033[K");
         fflush(stderr);
     }
-}
-
-int tsim_cpu_count(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n < 1 ? 1 : (int)n;
 }
 
 int tsim_arg_next(tsim_argiter *it, const char **name, const char **inline_value)

@@ -41,8 +41,6 @@ typedef struct {
     int iters;             /* Sinkhorn rounds */
     int auction_rounds;    /* auction round cap */
     int device;            /* what was asked for (TSIM_DEVICE_*) */
-    bool gpu_fallback;     /* device gpu was asked for and the CPU runs instead */
-    char gpu_why[256];     /* why it fell back (empty otherwise) */
     /* Constants depending on lambda: computed in double, rounded once to float. */
     float m_in;            /* (float)exp(-1/lambda): kernel within a node */
     float m_out;           /* (float)exp(-1): kernel across nodes */
@@ -128,13 +126,10 @@ typedef struct {
     int32_t *bidders;      /* [R] */
     tsim_split_scratch split;
 
-    /* GPU hook: the CUDA planner (another engineer's work) hangs its state here
-     * and tsim_taot_plan dispatches to it when it is set. NULL: CPU. */
-    void *gpu;
 } tsim_taot_ctx;
 
-/* Allocates every scratch array for this topology. The GPU device falls back to
- * the CPU reference (gpu_fallback set, TSIM_NOTE_GPU_FALLBACK on each plan). */
+/* Allocates every scratch array for this topology. The CPU algorithm only: the
+ * `taot` planner entry (src/registry/taot_planner.c) picks the device. */
 int tsim_taot_init(tsim_taot_ctx *c, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err);
 void tsim_taot_free(tsim_taot_ctx *c);
 
@@ -152,11 +147,6 @@ void tsim_taot_match(tsim_taot_ctx *c);
 int tsim_taot_assign(tsim_taot_ctx *c, const tsim_record *rec, tsim_plan *out, tsim_error *err);
 /* All phases for one record. */
 int tsim_taot_plan(tsim_taot_ctx *c, const tsim_record *rec, tsim_plan *out, tsim_error *err);
-
-/* For the CLI's one message: true when --taot-device gpu was asked for and this
- * planner (state: a taot planner's state, a tsim_taot_ctx) runs on the CPU
- * instead; why gets the reason (empty when false). */
-bool tsim_taot_gpu_fell_back(const void *state, char *why, size_t n);
 
 /* The Phase-2 score of taot.md, in its exact evaluation order. */
 static inline float tsim_taot_score(float eff, float alpha_b, float hint)

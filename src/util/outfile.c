@@ -32,22 +32,11 @@ static void pending_remove(const char *tmp)
             pending_used[i] = 0;
 }
 
-static void on_signal(int sig)
+void tsim_outfile_unlink_pending(void)
 {
     for (int i = 0; i < MAX_PENDING; i++)
         if (pending_used[i])
             unlink(pending[i]);
-    _exit(128 + sig);
-}
-
-void tsim_outfile_install_signal_cleanup(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
 }
 
 int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err)

@@ -5,9 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_common.h"
+#include "clock.h"
 #include "grid.h"
 #include "paper.h"
+#include "registry.h"
 #include "session.h"
 #include "trace.h"
 #include "tsim_config.h"

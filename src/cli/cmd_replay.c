@@ -10,6 +10,7 @@
 #include "outfile.h"
 #include "parse.h"
 #include "planner.h"
+#include "registry.h"
 #include "replay_output.h"
 #include "report.h"
 #include "session.h"

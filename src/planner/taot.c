@@ -6,7 +6,6 @@
  * the auction) each give exactly the values of the plain formulas; the comments
  * say why. */
 #include "taot.h"
-#include "taot_gpu.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -111,7 +110,6 @@ void tsim_taot_free(tsim_taot_ctx *c)
     free(c->bid_value);
     free(c->bidders);
     tsim_split_scratch_free(&c->split);
-    tsim_taot_gpu_free(c->gpu);
     memset(c, 0, sizeof *c);
 }
 
@@ -154,21 +152,6 @@ int tsim_taot_init(tsim_taot_ctx *c, const tsim_topology *topo, const tsim_plann
     c->auction_rounds = o->auction_rounds;
     c->device = o->device;
 
-    /* GPU hook: --taot-device gpu plans on the CUDA planner (gpu/taot_gpu.h)
-     * when it can be set up; otherwise (no CUDA in the build, no usable device,
-     * R > 64) this CPU reference runs, gpu_why says why (the CLI prints it once)
-     * and every plan carries TSIM_NOTE_GPU_FALLBACK. */
-    c->gpu = NULL;
-    c->gpu_fallback = false;
-    c->gpu_why[0] = '\0';
-    if (o->device == TSIM_DEVICE_GPU) {
-        tsim_error gpu_err = {0};
-        c->gpu = tsim_taot_gpu_create(topo, opts, 1, &gpu_err);
-        if (!c->gpu) {
-            c->gpu_fallback = true;
-            snprintf(c->gpu_why, sizeof c->gpu_why, "%s", gpu_err.msg);
-        }
-    }
 
     /* Constants depending on lambda: double, rounded once to float (never expf).
      * The exponent is rounded to float before exp, as the published code takes
@@ -986,7 +969,7 @@ int tsim_taot_assign(tsim_taot_ctx *c, const tsim_record *rec, tsim_plan *out, t
     const int R = c->R, K = c->K;
     tsim_plan_reset(out);
     out->slot_limited = true;
-    c->notes = c->gpu_fallback ? TSIM_NOTE_GPU_FALLBACK : 0;
+    c->notes = 0;
     c->auction_rounds_run = 0;
     /* Every slot whose planned count is at least 1, in slot order g*K + k. */
     for (int g = 0; g < R; g++) {
@@ -1018,66 +1001,9 @@ int tsim_taot_plan(tsim_taot_ctx *c, const tsim_record *rec, tsim_plan *out, tsi
     if (rec->ranks != c->R || rec->experts != c->E)
         return tsim_error_set(err, TSIM_E_INTERNAL, "taot: record %lld is %d x %d, planner set up for %d x %d",
                               (long long)rec->index, rec->ranks, rec->experts, c->R, c->E);
-    /* GPU hook: the CUDA planner returns the same plan as the phases below. If
-     * the device fails mid-run, it is dropped and the CPU plans this record and
-     * every later one (noted as a fallback, gpu_why saying why). */
-    if (c->gpu) {
-        tsim_error gpu_err = {0};
-        if (tsim_taot_gpu_plan_batch(c->gpu, &rec, 1, out, &gpu_err) == TSIM_OK)
-            return TSIM_OK;
-        tsim_taot_gpu_free(c->gpu);
-        c->gpu = NULL;
-        c->gpu_fallback = true;
-        snprintf(c->gpu_why, sizeof c->gpu_why, "%s", gpu_err.msg);
-    }
     tsim_taot_stats(c, rec);
     if (c->flow_hint)
         tsim_taot_flow_hint(c);
     tsim_taot_match(c);
     return tsim_taot_assign(c, rec, out, err);
 }
-
-bool tsim_taot_gpu_fell_back(const void *state, char *why, size_t n)
-{
-    const tsim_taot_ctx *c = state;
-    if (why && n)
-        snprintf(why, n, "%s", c->gpu_fallback ? c->gpu_why : "");
-    return c->gpu_fallback;
-}
-
-/* ------------------------------------------------------------------------- */
-/* Registry entry                                                             */
-
-static int taot_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
-{
-    tsim_taot_ctx *c = malloc(sizeof *c);
-    if (!c)
-        return tsim_error_set(err, TSIM_E_INTERNAL, "taot: out of memory");
-    int rc = tsim_taot_init(c, topo, opts, err);
-    if (rc) {
-        free(c);
-        return rc;
-    }
-    *state = c;
-    return TSIM_OK;
-}
-
-static int taot_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_error *err)
-{
-    return tsim_taot_plan(state, rec, out, err);
-}
-
-static void taot_free(void *state)
-{
-    tsim_taot_free(state);
-    free(state);
-}
-
-const tsim_planner_desc tsim_planner_taot = {
-    .name = "taot",
-    .summary = "TAOT: Sinkhorn flow hint, column-first matching, auction or split token assignment",
-    .init = taot_init,
-    .plan = taot_plan,
-    .free = taot_free,
-    .fell_back = tsim_taot_gpu_fell_back,
-};

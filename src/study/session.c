@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_common.h"
+#include "clock.h"
 
 const char *const tsim_note_names[TSIM_NOTE_KINDS] = {
     "auction_capped", "ipm_fallback", "threshold_skip", "gpu_fallback", "time_limit",

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "clock.h"
 #include "error.h"
 
 /* Prints "taotsim CMD: message" on stderr and returns the exit status
@@ -16,9 +17,6 @@ int tsim_cli_fail(const char *cmd, const tsim_error *err);
 /* Prints a usage error ("taotsim CMD: msg\nTry 'taotsim CMD --help'.") and returns 2. */
 int tsim_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The full command line as one string (set by main), for result files. */
-void tsim_cli_set_command_line(int argc, char **argv);
-const char *tsim_cli_command_line(void);
 
 /* A progress line on stderr, at most a few times a second, only when stderr is
  * a terminal and the work has taken more than a second. */
@@ -34,11 +32,6 @@ void tsim_progress_start(tsim_progress *p, const char *what);
 void tsim_progress_update(tsim_progress *p, int64_t done, int64_t total); /* total <= 0: unknown */
 void tsim_progress_finish(tsim_progress *p);
 
-double tsim_now_seconds(void);
-int64_t tsim_now_ns(void);
-
-/* Number of online CPU cores (at least 1). */
-int tsim_cpu_count(void);
 
 #endif
 

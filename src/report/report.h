@@ -43,4 +43,9 @@ int tsim_json_print(FILE *out, const struct cJSON *j);
 /* Formats a double for tables: fixed decimals, "-" for NaN. */
 void tsim_fmt_num(char *buf, size_t n, double v, int decimals);
 
+/* The full command line as one string, recorded in result files (set once by
+ * the CLI's main; "taotsim" stands for argv[0]). */
+void tsim_report_set_command_line(int argc, char **argv);
+const char *tsim_report_command_line(void);
+
 #endif

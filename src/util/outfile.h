@@ -25,8 +25,8 @@ int tsim_outfile_commit(tsim_outfile *f, tsim_error *err);
 /* Removes the temporary file; safe to call after commit (does nothing). */
 void tsim_outfile_abort(tsim_outfile *f);
 
-/* Installs SIGINT/SIGTERM handlers that unlink every open temporary file and
- * exit with 128+signal. Call once from main. */
-void tsim_outfile_install_signal_cleanup(void);
+/* Unlinks every temporary file still open. Async-signal-safe: the CLI's
+ * signal handler calls it before exiting (the library installs no handler). */
+void tsim_outfile_unlink_pending(void);
 
 #endif

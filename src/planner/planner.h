@@ -90,11 +90,12 @@ typedef struct tsim_planner_desc {
      * than asked, e.g. TAOT on the CPU because no GPU answered. The CLI says
      * so once. */
     bool (*fell_back)(const void *state, char *why, size_t n);
+    /* Optional: plans n records at once into plans[0..n-1] (initialised by the
+     * caller), with results identical to n calls of plan. Planners that gain
+     * from batches (TAOT on the GPU) set it; callers fall back to plan. */
+    int (*plan_batch)(void *state, const tsim_record *const *recs, int n, tsim_plan *plans, tsim_error *err);
 } tsim_planner_desc;
 
-const tsim_planner_desc *tsim_planner_find(const char *name);
-/* NULL-terminated list of every registered planner. */
-const tsim_planner_desc *const *tsim_planner_all(void);
 
 /* A configured planner: a registry entry, a label, its options and state. */
 #define TSIM_LABEL_MAX 64
@@ -105,21 +106,9 @@ typedef struct {
     void *state;
 } tsim_planner;
 
-/* Parses one entry of --planners: NAME, or LABEL=NAME, or LABEL=NAME:--opt=v:--flag
- * (options after the planner name separated by ':'), applied on top of base. */
-int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planner_options *base, tsim_error *err);
-/* Appends one --planners entry to out[0..*n), rejecting a label already there. */
-int tsim_planner_list_add(tsim_planner *out, int max, int *n, const char *spec, const tsim_planner_options *base,
-                          tsim_error *err);
-/* Parses a comma-separated --planners list into out[0..max-1]; *n receives
- * the count (at least one). */
-int tsim_planner_list_parse(const char *list, const tsim_planner_options *base, tsim_planner *out, int max, int *n,
-                            tsim_error *err);
 int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err);
 void tsim_planner_stop(tsim_planner *p);
 
-/* Writes one line per planner of the list that fell back (see fell_back). */
-void tsim_planner_report_fallbacks(const tsim_planner *planners, int n, FILE *out);
 
 
 /* True for planner options that take no value (--taot-no-flow-hint ...). */

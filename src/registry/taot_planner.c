@@ -1,0 +1,109 @@
+#include "taot_planner.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "taot.h"
+#include "taot_gpu.h"
+
+/* Records per GPU launch when a caller hands the planner a batch. */
+#define TAOT_GPU_MAX_BATCH 64
+
+typedef struct {
+    tsim_taot_ctx cpu;  /* always set up: the reference and the fallback */
+    tsim_taot_gpu *gpu; /* NULL on the CPU device or after a fallback */
+    bool fell_back;     /* the GPU was asked for and the CPU runs instead */
+    char why[256];
+} taot_state;
+
+static int taot_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+{
+    taot_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "taot: out of memory");
+    int rc = tsim_taot_init(&s->cpu, topo, opts, err);
+    if (rc) {
+        free(s);
+        return rc;
+    }
+    /* No CUDA in the build, no usable device, or a shape beyond the kernels'
+     * limits: the CPU reference plans, and every plan says so. */
+    if (opts->taot.device == TSIM_DEVICE_GPU) {
+        tsim_error gpu_err = {0};
+        s->gpu = tsim_taot_gpu_create(topo, opts, TAOT_GPU_MAX_BATCH, &gpu_err);
+        if (!s->gpu) {
+            s->fell_back = true;
+            snprintf(s->why, sizeof s->why, "%s", gpu_err.msg);
+        }
+    }
+    *state = s;
+    return TSIM_OK;
+}
+
+/* The device failed mid-run: drop it; the CPU plans this record and every later one. */
+static void drop_gpu(taot_state *s, const tsim_error *gpu_err)
+{
+    tsim_taot_gpu_free(s->gpu);
+    s->gpu = NULL;
+    s->fell_back = true;
+    snprintf(s->why, sizeof s->why, "%s", gpu_err->msg);
+}
+
+static int plan_on_cpu(taot_state *s, const tsim_record *rec, tsim_plan *out, tsim_error *err)
+{
+    int rc = tsim_taot_plan(&s->cpu, rec, out, err);
+    if (rc == TSIM_OK && s->fell_back)
+        out->notes |= TSIM_NOTE_GPU_FALLBACK;
+    return rc;
+}
+
+static int taot_plan_batch(void *state, const tsim_record *const *recs, int n, tsim_plan *plans, tsim_error *err)
+{
+    taot_state *s = state;
+    if (s->gpu) {
+        tsim_error gpu_err = {0};
+        if (tsim_taot_gpu_plan_batch(s->gpu, recs, n, plans, &gpu_err) == TSIM_OK)
+            return TSIM_OK;
+        drop_gpu(s, &gpu_err);
+    }
+    for (int i = 0; i < n; i++) {
+        int rc = plan_on_cpu(s, recs[i], &plans[i], err);
+        if (rc)
+            return rc;
+    }
+    return TSIM_OK;
+}
+
+static int taot_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_error *err)
+{
+    return taot_plan_batch(state, &rec, 1, out, err);
+}
+
+static void taot_free(void *state)
+{
+    taot_state *s = state;
+    if (!s)
+        return;
+    tsim_taot_gpu_free(s->gpu);
+    tsim_taot_free(&s->cpu);
+    free(s);
+}
+
+bool tsim_taot_gpu_fell_back(const void *state, char *why, size_t n)
+{
+    const taot_state *s = state;
+    if (why && n)
+        snprintf(why, n, "%s", s->fell_back ? s->why : "");
+    return s->fell_back;
+}
+
+const tsim_planner_desc tsim_planner_taot = {
+    .name = "taot",
+    .summary = "TAOT: Sinkhorn flow hint, column-first matching, auction or split token assignment",
+    .init = taot_init,
+    .plan = taot_plan,
+    .plan_batch = taot_plan_batch,
+    .free = taot_free,
+    .fell_back = tsim_taot_gpu_fell_back,
+};
