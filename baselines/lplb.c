@@ -3,11 +3,14 @@
  * graph; per record, one min-max LP per group of ranks decides what share of
  * each replicated expert's tokens stays on the original. All replicas are
  * listed in every record, even with no tokens, so all of them count as
- * transfers. */
+ * transfers. With --lplb-rehome eplb (eplb.md section 4) every record with a
+ * history first re-homes the experts with EPLB (no copies: exactly hpr per
+ * rank), and the plan carries that placement. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "eplb_layout.h"
 #include "lplb.h"
 #include "planner.h"
 
@@ -42,6 +45,12 @@ typedef struct {
     double *optimum;       /* [groups] */
     layer_history *layers; /* sorted by layer id */
     int layer_count, layer_cap;
+    bool rehome;           /* --lplb-rehome eplb */
+    tsim_eplb_workspace eplb; /* EPLB(history, P = E, n_group, nodes, R) */
+    int32_t *phy2log, *phyrank, *logcnt; /* [E] each: EPLB's outputs */
+    int32_t *static_home;  /* [E] the topology's home map */
+    int32_t *home;         /* [E] home' of the last record */
+    int32_t *static_rank_experts; /* [R * hpr] the topology's */
 } lplb_state;
 
 static void lplb_free(void *state);
@@ -94,6 +103,29 @@ static int lplb_init(void **state, const tsim_topology *topo, const tsim_planner
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the lplb planner");
     }
     memcpy(s->rank_experts, topo->rank_experts, sizeof *s->rank_experts * R * hpr);
+    if (o->rehome == TSIM_LPLB_REHOME_EPLB) {
+        s->rehome = true;
+        /* LPLB's call: its group count, nodes of rpn GPUs (integer division). */
+        const int nodes = topo->ranks / topo->ranks_per_node > 1 ? topo->ranks / topo->ranks_per_node : 1;
+        const tsim_eplb_shape shape = {s->E, s->E, s->groups, nodes, s->R};
+        if ((rc = tsim_eplb_workspace_init(&s->eplb, &shape, err))) {
+            tsim_error_prefix(err, "lplb: --lplb-rehome eplb");
+            lplb_free(s);
+            return rc;
+        }
+        s->phy2log = malloc(sizeof *s->phy2log * E);
+        s->phyrank = malloc(sizeof *s->phyrank * E);
+        s->logcnt = malloc(sizeof *s->logcnt * E);
+        s->static_home = malloc(sizeof *s->static_home * E);
+        s->home = malloc(sizeof *s->home * E);
+        s->static_rank_experts = malloc(sizeof *s->static_rank_experts * R * hpr);
+        if (!s->phy2log || !s->phyrank || !s->logcnt || !s->static_home || !s->home || !s->static_rank_experts) {
+            lplb_free(s);
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the lplb planner");
+        }
+        memcpy(s->static_home, topo->home, sizeof *s->static_home * E);
+        memcpy(s->static_rank_experts, topo->rank_experts, sizeof *s->static_rank_experts * R * hpr);
+    }
     if (s->solver == TSIM_LPLB_IPM)
         rc = tsim_lplb_ipm_init(&s->ipm, &s->graph, err);
     else
@@ -133,6 +165,13 @@ static void lplb_free(void *state)
     free(s->x);
     free(s->ipm_state);
     free(s->optimum);
+    tsim_eplb_workspace_free(&s->eplb);
+    free(s->phy2log);
+    free(s->phyrank);
+    free(s->logcnt);
+    free(s->static_home);
+    free(s->home);
+    free(s->static_rank_experts);
     free(s);
 }
 
@@ -218,6 +257,28 @@ static void choose_bundles(lplb_state *s, const int64_t *history)
             s->bundles[r * D + d] = s->order[d].expert;
         for (int h = 0; h < rest; h++)
             s->nonrep[(size_t)r * (size_t)rest + (size_t)h] = s->order[D + h].expert;
+    }
+}
+
+/* eplb.md section 4, step 1: home' from EPLB's layout of the history with
+ * P = E (physical p on rank p / hpr), or the static map without a history.
+ * Each rank's experts then ascend by index, as the static ones do. */
+static void rehome_experts(lplb_state *s, const int64_t *history)
+{
+    const int E = s->E, hpr = s->hpr;
+    if (!history) {
+        memcpy(s->home, s->static_home, sizeof *s->home * (size_t)E);
+        memcpy(s->rank_experts, s->static_rank_experts, sizeof *s->rank_experts * (size_t)E);
+        return;
+    }
+    tsim_eplb_rebalance(&s->eplb, history, s->phy2log, s->phyrank, s->logcnt);
+    for (int p = 0; p < E; p++)
+        s->home[s->phy2log[p]] = p / hpr;
+    /* Counting pass: rank_experts rows filled in ascending expert order. */
+    memset(s->logcnt, 0, sizeof *s->logcnt * (size_t)s->R); /* reused as fill counts, R <= E */
+    for (int e = 0; e < E; e++) {
+        const int r = s->home[e];
+        s->rank_experts[(size_t)r * (size_t)hpr + (size_t)s->logcnt[r]++] = e;
     }
 }
 
@@ -330,6 +391,13 @@ static int lplb_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_e
         int at = layer_find(s, rec->layer);
         history = at >= 0 ? s->layers[at].tpe : NULL; /* a layer's first record: identity */
     }
+    if (s->rehome) {
+        rehome_experts(s, history);
+        int32_t *placement = tsim_plan_placement(out, s->E);
+        if (!placement)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for an lplb placement");
+        memcpy(placement, s->home, sizeof *placement * (size_t)s->E);
+    }
     choose_bundles(s, history);
 
     int rc = TSIM_OK;
@@ -344,6 +412,19 @@ static int lplb_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_e
     if (rc)
         tsim_error_prefix(err, "lplb, record %lld", (long long)rec->index);
     return rc;
+}
+
+/* A vector's history: the layer's previous record had these tokens per
+ * expert. LPLB's placement follows from the history alone, so a previous
+ * placement changes nothing here (the session compares with it). */
+static int lplb_prime(void *state, int64_t layer, const int64_t *history, const int32_t *placement, tsim_error *err)
+{
+    lplb_state *s = state;
+    (void)placement;
+    if (!history || s->history != TSIM_LPLB_HISTORY_PREV)
+        return TSIM_OK;
+    memcpy(s->tpe, history, sizeof *s->tpe * (size_t)s->E); /* scratch until the next record */
+    return layer_remember(s, layer, err);
 }
 
 const tsim_lplb_graph *tsim_lplb_state_graph(const void *state)
@@ -384,4 +465,5 @@ const tsim_planner_desc tsim_planner_lplb = {
     .init = lplb_init,
     .plan = lplb_plan,
     .free = lplb_free,
+    .prime = lplb_prime,
 };

@@ -1,7 +1,7 @@
 /* `optimal` (baselines.md "Further planners"): the paper's objective, residual
  * imbalance plus mu times the weighted expert-communication cost with at most
  * K guests per rank, solved exactly as a mixed-integer program by GLPK's branch
- * and bound under a time limit. It is the yardstick for small R and E: how far
+ * and bound under a node budget. It is the yardstick for small R and E: how far
  * each heuristic is from the best plan its constraints allow.
  *
  * The MIP, for every expert e and guest rank g != home(e) (a "pair"), with all
@@ -26,8 +26,10 @@
  * change (tpe / mean), so a record costs no rebuild. GLPK's presolve is on and
  * rebuilds its own working copy per record, so a record's plan never depends on
  * the records before it; GLPK is single-threaded and nothing randomised is
- * enabled, so the same record gives the same plan, unless the time limit cuts
- * in (then the incumbent depends on how far the search got). Our code allocates
+ * enabled, and the search is bounded by a count of subproblems rather than by
+ * the clock, so the same record gives the same plan on any machine under any
+ * load and at any -j (GLPK's own tm_lim is left off: a wall-clock limit made
+ * the incumbent depend on how far a loaded machine got). Our code allocates
  * nothing per record; GLPK allocates internally in glp_intopt (presolve copy,
  * search tree), which no option avoids.
  *
@@ -41,23 +43,25 @@
  * tokens are dropped (a dynamic planner), the rest take their guest's slots
  * 0, 1, ... in increasing expert order, and planned = the integer count.
  *
- * Time limit (--optimal-time-limit, per record): when it hits, the best integer
- * solution found so far is the plan; when none was found the plan is empty (no
- * replicas: the native placement, always valid). Plans carry no such note and
- * plan.h stays as it is, so optimal.h counts both (tsim_optimal_stats_get),
- * with the gap GLPK had left on the last record. (The planner's fell_back hook
- * would not help: replay asks it once, before the first record.) Solver
- * failures come back as TSIM_E_INTERNAL; GLPK's terminal output is off.
+ * Node budget (--optimal-node-limit N, per record): GLPK asks the callback to
+ * select every subproblem before it processes it (GLP_ISELECT, the root
+ * included); the N+1-th request terminates the search, so at most N
+ * subproblems are solved. Then the best integer solution found so far is the
+ * plan, and when none was found the plan is empty (no replicas: the native
+ * placement, always valid). Either way the plan carries TSIM_NOTE_NODE_LIMIT,
+ * and optimal.h counts both (tsim_optimal_stats_get), with the gap GLPK had
+ * left and the subproblems it solved on the last record. Solver failures come
+ * back as TSIM_E_INTERNAL; GLPK's terminal output is off.
  *
  * Size: init refuses E * (R - 1) > TSIM_OPTIMAL_MAX_BINARIES. Below that, the
  * big-M link makes the relaxation weak (a fractional y pays mu W f / tpe), so
- * the search is what grows: measured on one core, R = 4 and E <= 16 solve in
- * milliseconds, while R = 8, E = 32 (224 binaries, default mu) is not proven
- * within 30 s, and the incumbent at the limit is the plan. */
+ * the search is what grows: measured on one core, R = 4 and E <= 16 are proven
+ * within a few hundred subproblems (milliseconds), while R = 8, E = 32 (224
+ * binaries, default mu) is not proven within the default budget, and the
+ * incumbent at the budget is the plan. */
 #include "optimal.h"
 
 #include <glpk.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +72,7 @@
 typedef struct {
     int R, E, K, rpn, P;    /* P = E * (R - 1) pairs */
     double mu, lambda;
-    int tm_lim_ms;
+    int node_limit;         /* subproblems per record */
     int32_t *home;          /* [E] */
     int32_t *pair_guest;    /* [P] guest of pair p = e * (R - 1) + j */
     int64_t *tpe;           /* [E] */
@@ -189,9 +193,9 @@ static int optimal_init(void **state, const tsim_topology *topo, const tsim_plan
     const tsim_optimal_options *o = &opts->optimal;
     if (!isfinite(o->mu) || o->mu < 0.0)
         return tsim_error_set(err, TSIM_E_INPUT, "optimal: --optimal-mu must be a finite number >= 0, got %g", o->mu);
-    if (!isfinite(o->time_limit_s) || !(o->time_limit_s > 0.0))
-        return tsim_error_set(err, TSIM_E_INPUT, "optimal: --optimal-time-limit must be positive, got %g",
-                              o->time_limit_s);
+    if (o->node_limit < 1)
+        return tsim_error_set(err, TSIM_E_INPUT, "optimal: --optimal-node-limit must be at least 1, got %d",
+                              o->node_limit);
     if (!isfinite(opts->lambda_plan) || opts->lambda_plan < 0.0)
         return tsim_error_set(err, TSIM_E_INPUT, "optimal: lambda_plan must be a finite number >= 0, got %g",
                               opts->lambda_plan);
@@ -206,8 +210,7 @@ static int optimal_init(void **state, const tsim_topology *topo, const tsim_plan
     s->P = (int)pairs;
     s->mu = o->mu;
     s->lambda = opts->lambda_plan;
-    double ms = ceil(o->time_limit_s * 1000.0);
-    s->tm_lim_ms = ms >= (double)INT_MAX ? INT_MAX : (ms < 1.0 ? 1 : (int)ms);
+    s->node_limit = o->node_limit;
     size_t np = s->P > 0 ? (size_t)s->P : 1;
     s->home = malloc(sizeof *s->home * (size_t)E);
     s->pair_guest = malloc(sizeof *s->pair_guest * np);
@@ -255,14 +258,32 @@ static const char *intopt_error(int rc)
     }
 }
 
-/* Branch-and-bound callback: keeps the relative gap between the incumbent and
- * the best bound, so a record the time limit cut short says how far from
- * proven it may be. */
-static void record_gap(glp_tree *tree, void *info)
+/* What the branch-and-bound callback counts and keeps for one record. */
+typedef struct {
+    int limit;    /* subproblems the search may solve */
+    int selected; /* subproblems handed out so far */
+    double gap;   /* GLPK's relative gap (incumbent vs best bound) */
+} search_budget;
+
+/* Branch-and-bound callback. GLPK asks for a selection once before each
+ * subproblem it processes (the root included): the request past the budget
+ * stops the search, which depends only on the record, never on the clock. It
+ * also keeps the gap, so a record cut short says how far from proven it may
+ * be. */
+static void search_callback(glp_tree *tree, void *info)
 {
+    search_budget *b = info;
     int reason = glp_ios_reason(tree);
-    if (reason == GLP_ISELECT || reason == GLP_IBINGO)
-        *(double *)info = glp_ios_mip_gap(tree);
+    if (reason == GLP_ISELECT) {
+        b->gap = glp_ios_mip_gap(tree);
+        if (b->selected >= b->limit) {
+            glp_ios_terminate(tree);
+            return;
+        }
+        b->selected++;
+    } else if (reason == GLP_IBINGO) {
+        b->gap = glp_ios_mip_gap(tree);
+    }
 }
 
 /* Sets bounds and the y link coefficients for this record (amounts / mean). */
@@ -358,6 +379,7 @@ static int optimal_plan(void *state, const tsim_record *rec, tsim_plan *out, tsi
     st->records++;
     st->last_status = TSIM_OPTIMAL_TRIVIAL;
     st->last_objective = st->last_max_load = st->last_cost = st->last_gap = 0.0;
+    st->last_nodes = 0;
 
     tsim_record_expert_totals(rec, s->tpe);
     int64_t total = 0;
@@ -376,21 +398,25 @@ static int optimal_plan(void *state, const tsim_record *rec, tsim_plan *out, tsi
     glp_init_iocp(&parm);
     parm.msg_lev = GLP_MSG_OFF;
     parm.presolve = GLP_ON;
-    parm.tm_lim = s->tm_lim_ms;
-    parm.cb_func = record_gap;
-    parm.cb_info = &s->stats.last_gap;
-    s->stats.last_gap = 0.0;
+    /* tm_lim stays at GLPK's default (none): the budget below is the limit. */
+    search_budget budget = {.limit = s->node_limit, .selected = 0, .gap = 0.0};
+    parm.cb_func = search_callback;
+    parm.cb_info = &budget;
     int rc = glp_intopt(s->lp, &parm);
     int mip = glp_mip_status(s->lp);
-    if (rc == GLP_ETMLIM)
-        out->notes |= TSIM_NOTE_TIME_LIMIT; /* counted by replay and the studies */
-    if (rc == GLP_ETMLIM && mip != GLP_FEAS && mip != GLP_OPT) {
+    st->last_nodes = budget.selected;
+    st->last_gap = budget.gap;
+    /* Only our callback stops the search (GLP_ESTOP). */
+    const bool cut = rc == GLP_ESTOP;
+    if (cut)
+        out->notes |= TSIM_NOTE_NODE_LIMIT; /* counted by replay and the studies */
+    if (cut && mip != GLP_FEAS && mip != GLP_OPT) {
         st->no_solution++;
         st->last_status = TSIM_OPTIMAL_NO_SOLUTION;
         st->last_gap = INFINITY;
-        return TSIM_OK; /* no incumbent in time: the empty plan */
+        return TSIM_OK; /* no incumbent within the budget: the empty plan */
     }
-    if (rc != 0 && rc != GLP_ETMLIM)
+    if (rc != 0 && !cut)
         return tsim_error_set(err, TSIM_E_INTERNAL, "optimal: record %lld: GLPK branch and bound failed: %s (%d)",
                               (long long)rec->index, intopt_error(rc), rc);
     if (rc == 0 && mip != GLP_OPT)
@@ -401,8 +427,8 @@ static int optimal_plan(void *state, const tsim_record *rec, tsim_plan *out, tsi
         st->last_status = TSIM_OPTIMAL_SOLVED;
         st->last_gap = 0.0; /* proven; the callback saw the gap before the last node closed it */
     } else {
-        st->time_limit++;
-        st->last_status = TSIM_OPTIMAL_TIME_LIMIT;
+        st->node_limit++;
+        st->last_status = TSIM_OPTIMAL_NODE_LIMIT;
     }
     const double t = glp_mip_col_val(s->lp, col_t(s));
     double cost = 0.0;

@@ -2,8 +2,8 @@
  * objective solved exactly as a mixed-integer program with GLPK, the yardstick
  * for every heuristic. The planner itself is tsim_planner_optimal in the
  * registry; this header exposes how each record was solved (proven, cut short
- * by the time limit, or without any solution), since a plan carries no such
- * note. */
+ * by the node budget, or without any solution) and how far the search got:
+ * the plan's TSIM_NOTE_NODE_LIMIT only says that the budget cut it. */
 #ifndef TSIM_OPTIMAL_H
 #define TSIM_OPTIMAL_H
 
@@ -14,23 +14,23 @@
 extern const tsim_planner_desc tsim_planner_optimal;
 
 /* Most binaries y[e][g] (E * (R - 1)) init accepts: the MIP is a yardstick for
- * small R and E, and branch and bound beyond this would only run into the time
- * limit on every record. */
+ * small R and E, and branch and bound beyond this would only run into the node
+ * budget on every record. */
 #define TSIM_OPTIMAL_MAX_BINARIES 4096
 
 /* How the last record was solved. */
 enum {
     TSIM_OPTIMAL_TRIVIAL = 0,     /* nothing to solve: empty record, K = 0 or R = 1; empty plan */
     TSIM_OPTIMAL_SOLVED = 1,      /* GLPK proved the integer optimum */
-    TSIM_OPTIMAL_TIME_LIMIT = 2,  /* time limit hit; the best integer solution found is the plan */
-    TSIM_OPTIMAL_NO_SOLUTION = 3, /* time limit hit before any integer solution: empty plan */
+    TSIM_OPTIMAL_NODE_LIMIT = 2,  /* node budget spent; the best integer solution found is the plan */
+    TSIM_OPTIMAL_NO_SOLUTION = 3, /* node budget spent before any integer solution: empty plan */
 };
 
 typedef struct {
     /* Counters over every record planned since init. */
     int64_t records;
     int64_t solved;      /* TSIM_OPTIMAL_SOLVED */
-    int64_t time_limit;  /* TSIM_OPTIMAL_TIME_LIMIT */
+    int64_t node_limit;  /* TSIM_OPTIMAL_NODE_LIMIT */
     int64_t no_solution; /* TSIM_OPTIMAL_NO_SOLUTION */
     /* The last record, as the MIP saw it before integer rounding (objective,
      * max load and cost are 0 when trivial or without a solution). */
@@ -40,6 +40,7 @@ typedef struct {
     double last_cost;      /* sum W(home(e), g) y[e][g] with W across nodes = lambda_plan */
     double last_gap;       /* GLPK's relative gap (incumbent vs best bound) at the end: 0 when proven or
                             * trivial, INFINITY without a solution */
+    int last_nodes;        /* branch-and-bound subproblems solved (at most the node limit; 0 when trivial) */
 } tsim_optimal_stats;
 
 /* state is what tsim_planner_optimal.init made (tsim_planner.state). */

@@ -9,7 +9,7 @@ set xlabel XLABEL
 set ylabel "weighted cost per record (intra + λ_eval × inter transfers)"
 if (LOGX) set logscale x 2
 set offsets graph 0.03, graph 0.03, 0, 0
-set key outside right top
+eval KEY_ABOVE(NP, KEY_LEN)
 set yrange [0:*]
-plot for [j=1:NP] DATA using 1:(column(C(j, 2))):(column(C(j, 3))) with yerrorlines pt 7 ps 0.8 lw 1.5 \
-         title word(PLANNERS, j)
+plot for [j=1:NP] DATA using 1:(column(C(j, 2))):(column(C(j, 3))) with yerrorlines pt int(word(POINTS, j)) ps 1.2 lw 1.5 \
+         lc rgb word(COLORS, j) title word(PLANNERS, j)

@@ -460,8 +460,7 @@ Test(eplb_hosts, split_example_of_3_5)
     const int R = 6, E = 6;
     cr_assert_eq(tsim_eplb_hosts_init(&h, R, E, 2, 8, NULL), 0);
     const int32_t phy2log[12] = {1, 2, 3, 4, 0, 0, 5, 1, 2, 3, 0, 4};
-    int32_t prev[6];
-    tsim_eplb_static_map(R, E, prev);
+    const int32_t prev[6] = {0, 1, 2, 3, 4, 5}; /* the static map, hpr 1 */
     tsim_eplb_hosts_build(&h, phy2log, prev);
     cr_assert_eq(h.home[0], 2);
     cr_assert_eq(tsim_eplb_share(8, 3, 4, 0), 2);
@@ -586,4 +585,557 @@ Test(eplb_naive, equals_fast_on_random_inputs, .timeout = 600)
         run_free(&fast);
     }
     cr_assert(hierarchical > 1000 && global > 1000, "both policies drawn: %d, %d", hierarchical, global);
+}
+
+/* ==== the planner (eplb.md section 3) ==== */
+
+#include <math.h>
+
+#include "eplb.h"
+#include "evaluate.h"
+#include "registry.h"
+#include "session.h"
+#include "vector.h"
+
+typedef struct {
+    tsim_session s;
+} planner_run;
+
+static void open_session(tsim_session *s, int R, int E, int rpn, int K, const tsim_planner_options *opts)
+{
+    tsim_planner p = {0};
+    p.desc = tsim_planner_find("eplb");
+    cr_assert(p.desc != NULL, "eplb is registered");
+    snprintf(p.label, sizeof p.label, "eplb");
+    p.opts = *opts;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_session_init(s, R, E, rpn, K, NULL, &p, 1, 3.0, &err), 0, "%s", err.msg);
+}
+
+static double last_metric(const tsim_session *s, int m)
+{
+    const tsim_series *x = &s->results[0].metrics[m];
+    return x->values[x->n - 1];
+}
+
+static void check_eplb_vector(const char *path)
+{
+    tsim_vector v;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_vector_load(&v, path, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(v.planner, "eplb");
+    cr_assert(v.has_expect && v.has_rehomed && tsim_plan_has_placement(&v.expect), "%s: a full expect", v.name);
+    tsim_session s;
+    open_session(&s, v.record.ranks, v.record.experts, v.ranks_per_node, v.slots, &v.opts);
+    cr_assert_eq(tsim_vector_run(&s, &v, &err), 0, "%s: %s", v.name, err.msg);
+    cr_assert(tsim_plan_has_placement(&s.plan));
+    for (int e = 0; e < v.record.experts; e++)
+        cr_assert_eq(s.plan.placement[e], v.expect.placement[e], "%s: home'(%d) is %d, expected %d", v.name, e,
+                     s.plan.placement[e], v.expect.placement[e]);
+    tsim_test_assert_plans_equal(&s.plan, &v.expect, v.name);
+    for (int r = 0; r < v.record.ranks; r++)
+        cr_assert_eq(s.ev.load_after[r], v.loads_after[r], "%s: load of rank %d", v.name, r);
+    cr_assert(fabs(last_metric(&s, TSIM_M_RHO_BEFORE) - v.rho_before) <= 1e-9 * fabs(v.rho_before));
+    cr_assert(fabs(last_metric(&s, TSIM_M_RHO_AFTER) - v.rho_after) <= 1e-9 * fabs(v.rho_after) + 1e-15);
+    cr_assert_eq((int64_t)last_metric(&s, TSIM_M_INTRA), v.intra, "%s: intra", v.name);
+    cr_assert_eq((int64_t)last_metric(&s, TSIM_M_INTER), v.inter, "%s: inter", v.name);
+    cr_assert_eq((int64_t)last_metric(&s, TSIM_M_REHOMED_INTRA), v.rehomed_intra, "%s: rehomed_intra", v.name);
+    cr_assert_eq((int64_t)last_metric(&s, TSIM_M_REHOMED_INTER), v.rehomed_inter, "%s: rehomed_inter", v.name);
+    cr_assert(tsim_session_metric_on(&s, TSIM_M_REHOMED_INTRA), "eplb re-homes: the metrics are reported");
+    tsim_session_free(&s);
+    tsim_vector_free(&v);
+}
+
+Test(eplb_vectors, every_plan_exactly)
+{
+    static char paths[64][1024];
+    int n = tsim_test_vector_files("eplb", paths, 64);
+    cr_assert_geq(n, 8);
+    for (int i = 0; i < n; i++)
+        check_eplb_vector(paths[i]);
+}
+
+/* ---- 3.1: when the layout changes ---- */
+
+typedef struct {
+    tsim_session s;
+    tsim_record rec;
+    int R, E, P;
+    int32_t *phy2log, *home;
+} schedule_rig;
+
+static void schedule_open(schedule_rig *g, int history, int interval)
+{
+    tsim_planner_options o;
+    tsim_planner_options_default(&o);
+    o.eplb.history = history;
+    o.eplb.interval = interval;
+    g->R = 4;
+    g->E = 8;
+    g->P = 12;
+    open_session(&g->s, g->R, g->E, 2, 1, &o);
+    cr_assert_eq(tsim_record_alloc(&g->rec, g->R, g->E, NULL), 0);
+    g->phy2log = malloc(sizeof *g->phy2log * (size_t)g->P);
+    g->home = malloc(sizeof *g->home * (size_t)g->E);
+}
+
+static void schedule_close(schedule_rig *g)
+{
+    tsim_session_free(&g->s);
+    tsim_record_free(&g->rec);
+    free(g->phy2log);
+    free(g->home);
+}
+
+/* Record with tokens per expert tpe (split evenly) in layer; returns whether
+ * the planner recomputed. */
+static bool schedule_step(schedule_rig *g, int64_t layer, const int64_t *tpe)
+{
+    tsim_record_split_even(&g->rec, tpe);
+    g->rec.layer = layer;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_session_record(&g->s, &g->rec, &err), 0, "%s", err.msg);
+    return tsim_eplb_state_recomputed(g->s.planners[0].state);
+}
+
+/* The layout in force equals EPLB of w (global policy: groups 1, 2 nodes). */
+static void assert_layout_of(schedule_rig *g, int64_t layer, const int64_t *w)
+{
+    cr_assert(tsim_eplb_state_layout(g->s.planners[0].state, layer, g->phy2log, g->home));
+    layout_run want;
+    run_fast(&want, w, g->E, g->P, 1, 2, g->R);
+    for (int p = 0; p < g->P; p++)
+        cr_assert_eq(g->phy2log[p], want.phy2log[p], "physical %d", p);
+    run_free(&want);
+}
+
+static void random_tpe(uint64_t *st, int64_t *tpe, int E)
+{
+    for (int e = 0; e < E; e++)
+        tpe[e] = tsim_rand_range(st, 0, 400) * (e == 3 ? 5 : 1);
+}
+
+Test(eplb_schedule, prev_cold_then_every_interval_per_layer)
+{
+    schedule_rig g;
+    schedule_open(&g, TSIM_EPLB_HISTORY_PREV, 2);
+    uint64_t st = 17;
+    int64_t tpe[8], window[8] = {0}, other[8];
+    /* Layer 0's records i = 0..6, with a layer-1 record between each: layer 1
+     * keeps its own count (cold at its first record). */
+    for (int i = 0; i < 7; i++) {
+        random_tpe(&st, tpe, 8);
+        bool recomputed = schedule_step(&g, 0, tpe);
+        const bool due = i >= 1 && (i - 1) % 2 == 0;
+        cr_assert_eq(recomputed, due, "record %d of layer 0", i);
+        if (i == 0) {
+            cr_assert_eq(g.s.plan.count, 0, "cold: no replicas");
+            cr_assert(tsim_plan_has_placement(&g.s.plan));
+            for (int e = 0; e < 8; e++)
+                cr_assert_eq(g.s.plan.placement[e], e / 2, "cold: the static map");
+        } else {
+            cr_assert_gt(g.s.plan.count, 0, "a layout's replicas are listed in every record");
+        }
+        if (due)
+            assert_layout_of(&g, 0, window); /* record 0 alone, then the 2 records before i */
+        if (due)
+            memset(window, 0, sizeof window);
+        for (int e = 0; e < 8; e++)
+            window[e] += tpe[e];
+        random_tpe(&st, other, 8);
+        cr_assert_eq(schedule_step(&g, 1, other), i == 1 || i == 3 || i == 5, "layer 1, its record %d", i);
+    }
+    schedule_close(&g);
+}
+
+Test(eplb_schedule, oracle_every_record_none_never)
+{
+    uint64_t st = 5;
+    int64_t tpe[8];
+    schedule_rig g;
+    schedule_open(&g, TSIM_EPLB_HISTORY_ORACLE, 8);
+    for (int i = 0; i < 4; i++) {
+        random_tpe(&st, tpe, 8);
+        cr_assert(schedule_step(&g, 0, tpe));
+        assert_layout_of(&g, 0, tpe);
+    }
+    schedule_close(&g);
+
+    schedule_open(&g, TSIM_EPLB_HISTORY_NONE, 1);
+    for (int i = 0; i < 4; i++) {
+        random_tpe(&st, tpe, 8);
+        cr_assert(!schedule_step(&g, 0, tpe));
+        cr_assert_eq(g.s.plan.count, 0);
+        cr_assert_eq(last_metric(&g.s, TSIM_M_RHO_AFTER), last_metric(&g.s, TSIM_M_RHO_BEFORE));
+        cr_assert_eq(last_metric(&g.s, TSIM_M_REHOMED_INTRA) + last_metric(&g.s, TSIM_M_REHOMED_INTER), 0.0);
+    }
+    schedule_close(&g);
+}
+
+Test(eplb_schedule, all_zero_windows_keep_the_layout)
+{
+    schedule_rig g;
+    schedule_open(&g, TSIM_EPLB_HISTORY_PREV, 1);
+    const int64_t hot[8] = {500, 10, 10, 10, 10, 10, 10, 10}, zero[8] = {0};
+    int32_t kept[12];
+    /* A zero first record: the window at i = 1 is all zero, still cold. */
+    cr_assert(!schedule_step(&g, 0, zero));
+    cr_assert(!schedule_step(&g, 0, hot));
+    cr_assert(!tsim_eplb_state_layout(g.s.planners[0].state, 0, g.phy2log, g.home), "still cold");
+    cr_assert_eq(g.s.plan.count, 0);
+    /* i = 2 recomputes from the hot record; i = 3 from a zero one keeps it. */
+    cr_assert(schedule_step(&g, 0, zero));
+    assert_layout_of(&g, 0, hot);
+    memcpy(kept, g.phy2log, sizeof kept);
+    int replicas = g.s.plan.count;
+    cr_assert(!schedule_step(&g, 0, hot), "the zero window kept the layout");
+    cr_assert_eq(g.s.plan.count, replicas);
+    cr_assert(tsim_eplb_state_layout(g.s.planners[0].state, 0, g.phy2log, g.home));
+    cr_assert_arr_eq(g.phy2log, kept, sizeof kept);
+    cr_assert_eq(last_metric(&g.s, TSIM_M_REHOMED_INTRA) + last_metric(&g.s, TSIM_M_REHOMED_INTER), 0.0);
+    schedule_close(&g);
+
+    /* Oracle: an all-zero record while cold stays cold. */
+    schedule_open(&g, TSIM_EPLB_HISTORY_ORACLE, 8);
+    cr_assert(!schedule_step(&g, 0, zero));
+    cr_assert_eq(g.s.plan.count, 0);
+    schedule_close(&g);
+}
+
+/* ---- section 5: configuration errors ---- */
+
+static void assert_init_error(int R, int E, int rpn, int K, int groups, int interval, int history, const char *want)
+{
+    tsim_topology topo;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_topology_init(&topo, R, E, rpn, K, NULL, &err), 0, "%s", err.msg);
+    tsim_planner_options o;
+    tsim_planner_options_default(&o);
+    o.eplb.groups = groups;
+    o.eplb.interval = interval;
+    o.eplb.history = history;
+    void *state = NULL;
+    cr_assert_eq(tsim_planner_eplb.init(&state, &topo, &o, &err), TSIM_E_INPUT, "expected: %s", want);
+    cr_assert(strstr(err.msg, want), "message '%s' lacks '%s'", err.msg, want);
+    cr_assert_null(state);
+    tsim_topology_free(&topo);
+}
+
+Test(eplb_errors, configuration)
+{
+    assert_init_error(16, 128, 8, 2, 3, 8, TSIM_EPLB_HISTORY_PREV,
+                      "eplb: 128 experts are not a multiple of --eplb-groups 3");
+    assert_init_error(16, 128, 8, 2, 0, 8, TSIM_EPLB_HISTORY_PREV, "--eplb-groups must be 1 or more");
+    assert_init_error(16, 128, 8, 2, 1, 0, TSIM_EPLB_HISTORY_PREV, "--eplb-interval must be 1 or more");
+    assert_init_error(16, 128, 8, 2, 1, 8, 7, "unknown history");
+    assert_init_error(12, 48, 8, 2, 1, 8, TSIM_EPLB_HISTORY_PREV, "EPLB needs equal nodes");
+    /* Allowed: K = 0, and fewer ranks than a node. */
+    tsim_planner_options o;
+    tsim_planner_options_default(&o);
+    tsim_session s;
+    open_session(&s, 4, 8, 8, 0, &o);
+    tsim_session_free(&s);
+    /* The option parser names the option. */
+    tsim_error err = {0};
+    bool known;
+    cr_assert_eq(tsim_planner_options_set(&o, "eplb-history", "sometimes", &known, &err), TSIM_E_INPUT);
+    cr_assert(known && strstr(err.msg, "--eplb-history"), "%s", err.msg);
+    cr_assert_eq(tsim_planner_options_set(&o, "eplb-interval", "0", &known, &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_planner_options_set(&o, "eplb-groups", "4", &known, &err), 0);
+    cr_assert_eq(o.eplb.groups, 4);
+}
+
+/* ---- properties over random records and shapes ---- */
+
+typedef struct {
+    const tsim_topology *topo;
+    int per_gpu;
+    int32_t *phy2log, *home, *prev_home; /* [P], [E], [E * layers] */
+    bool *seen_layer;
+    int64_t *tpe, *model_load;           /* [E], [R] */
+    int64_t records;
+} property_ctx;
+
+/* After every plan: the evaluator has accepted it (the session checked);
+ * loads equal the copies' shares of EPLB's model within the integer split and
+ * exactly an independent split copy by copy; the re-homing counts equal a
+ * count from the two consecutive placements. */
+static int property_hook(void *vctx, tsim_session *s, int planner, const tsim_record *rec, tsim_plan *plan,
+                         const tsim_metrics *m, tsim_error *err)
+{
+    (void)planner;
+    (void)err;
+    property_ctx *c = vctx;
+    const tsim_topology *t = c->topo;
+    const int R = t->ranks, E = t->experts, P = R * c->per_gpu;
+    cr_assert(tsim_plan_has_placement(plan));
+    int32_t *prev = c->prev_home + (size_t)rec->layer * (size_t)E;
+    if (!c->seen_layer[rec->layer]) {
+        memcpy(prev, t->home, sizeof *prev * (size_t)E);
+        c->seen_layer[rec->layer] = true;
+    }
+    int64_t moved_intra = 0, moved_inter = 0;
+    for (int e = 0; e < E; e++)
+        if (plan->placement[e] != prev[e]) {
+            if (plan->placement[e] / t->ranks_per_node == prev[e] / t->ranks_per_node)
+                moved_intra++;
+            else
+                moved_inter++;
+        }
+    cr_assert_eq((int64_t)m->v[TSIM_M_REHOMED_INTRA], moved_intra, "record %lld", (long long)rec->index);
+    cr_assert_eq((int64_t)m->v[TSIM_M_REHOMED_INTER], moved_inter, "record %lld", (long long)rec->index);
+    memcpy(prev, plan->placement, sizeof *prev * (size_t)E);
+
+    tsim_record_expert_totals(rec, c->tpe);
+    if (!tsim_eplb_state_layout(s->planners[0].state, rec->layer, c->phy2log, c->home)) {
+        /* Cold: the static map and no replicas. */
+        cr_assert_eq(plan->count, 0);
+        for (int e = 0; e < E; e++)
+            cr_assert_eq(plan->placement[e], t->home[e]);
+        c->records++;
+        return 0;
+    }
+    for (int e = 0; e < E; e++)
+        cr_assert_eq(plan->placement[e], c->home[e]);
+    /* Every expert has a copy at home'; copies per expert from phy2log. */
+    int32_t *copies = calloc((size_t)E, sizeof *copies), *seen = calloc((size_t)E, sizeof *seen);
+    for (int p = 0; p < P; p++)
+        copies[c->phy2log[p]]++;
+    for (int e = 0; e < E; e++) {
+        bool at_home = false;
+        for (int p = 0; p < P; p++)
+            at_home |= c->phy2log[p] == e && p / c->per_gpu == c->home[e];
+        cr_assert(at_home, "expert %d has no copy on home' %d", e, c->home[e]);
+    }
+    /* Independent split, copy by copy in physical order (3.5), and the
+     * model's real-valued shares tpe * copies_on_g / c. */
+    memset(c->model_load, 0, sizeof *c->model_load * (size_t)R);
+    double *model = calloc((size_t)R, sizeof *model), *slack = calloc((size_t)R, sizeof *slack);
+    for (int p = 0; p < P; p++) {
+        const int e = c->phy2log[p], g = p / c->per_gpu, j = seen[e]++, n = copies[e];
+        for (int r = 0; r < R; r++) {
+            const int64_t tk = tsim_count(rec, r, e);
+            const int64_t share = tk / n + (((j - r) % n + n) % n < tk % n ? 1 : 0);
+            c->model_load[g] += share;
+        }
+        model[g] += (double)c->tpe[e] / (double)n;
+        slack[g] += (double)R; /* each source's share of one copy is off by less than 1 */
+    }
+    int64_t total = 0;
+    for (int r = 0; r < R; r++) {
+        cr_assert_eq(s->ev.load_after[r], c->model_load[r], "rank %d: load %lld, split copy by copy %lld", r,
+                     (long long)s->ev.load_after[r], (long long)c->model_load[r]);
+        cr_assert(fabs((double)s->ev.load_after[r] - model[r]) <= slack[r] + 1e-6,
+                  "rank %d: load %lld, EPLB's model %.3f", r, (long long)s->ev.load_after[r], model[r]);
+        total += s->ev.load_after[r];
+    }
+    int64_t want_total = 0;
+    for (int e = 0; e < E; e++)
+        want_total += c->tpe[e];
+    cr_assert_eq(total, want_total);
+    /* Replicas: R * K less the extra copies on a GPU that already holds one. */
+    int64_t dup = 0;
+    for (int p = 0; p < P; p++)
+        for (int q = (p / c->per_gpu) * c->per_gpu; q < p; q++)
+            if (c->phy2log[q] == c->phy2log[p]) {
+                dup++;
+                break;
+            }
+    cr_assert_eq(plan->count, (int64_t)R * t->slots - dup);
+    free(copies);
+    free(seen);
+    free(model);
+    free(slack);
+    c->records++;
+    return 0;
+}
+
+Test(eplb_props, random_records_and_shapes, .timeout = 900)
+{
+    uint64_t st = 0x5EED;
+    int64_t records = 0, shapes = 0, refused = 0;
+    while (records < 10000) {
+        tsim_random_shape shape;
+        tsim_random_shape_draw(&st, 64, &shape);
+        shape.slots = (int)tsim_rand_range(&st, 0, 4);
+        shape.ranks_per_node = (int)tsim_rand_range(&st, 1, 8);
+        const int R = shape.ranks, E = shape.experts, rpn = shape.ranks_per_node;
+        tsim_planner_options o;
+        tsim_planner_options_default(&o);
+        const int nodes = R > rpn ? R / rpn : 1;
+        o.eplb.groups = tsim_rand_range(&st, 0, 1) ? 1 : nodes;
+        o.eplb.history = (int)tsim_rand_range(&st, 0, 2);
+        o.eplb.interval = (int)tsim_rand_range(&st, 1, 4);
+        if (R > rpn && R % rpn != 0) {
+            assert_init_error(R, E, rpn, shape.slots, 1, 8, TSIM_EPLB_HISTORY_PREV, "EPLB needs equal nodes");
+            refused++;
+            continue;
+        }
+        if (E % o.eplb.groups != 0)
+            o.eplb.groups = 1;
+        tsim_session s;
+        open_session(&s, R, E, rpn, shape.slots, &o);
+        const int layers = (int)tsim_rand_range(&st, 1, 3), n = (int)tsim_rand_range(&st, 4, 12);
+        property_ctx c = {.topo = &s.topo, .per_gpu = E / R + shape.slots};
+        c.phy2log = malloc(sizeof *c.phy2log * (size_t)(R * c.per_gpu));
+        c.home = malloc(sizeof *c.home * (size_t)E);
+        c.prev_home = malloc(sizeof *c.prev_home * (size_t)E * (size_t)layers);
+        c.seen_layer = calloc((size_t)layers, sizeof *c.seen_layer);
+        c.tpe = malloc(sizeof *c.tpe * (size_t)E);
+        c.model_load = malloc(sizeof *c.model_load * (size_t)R);
+        s.hook = property_hook;
+        s.hook_ctx = &c;
+        for (int i = 0; i < n; i++) {
+            tsim_record rec;
+            tsim_random_record(&st, &shape, &rec);
+            rec.layer = i % layers;
+            rec.index = i;
+            tsim_error err = {0};
+            cr_assert_eq(tsim_session_record(&s, &rec, &err), 0, "R %d E %d K %d rpn %d: %s", R, E, shape.slots, rpn,
+                         err.msg);
+            tsim_record_free(&rec);
+        }
+        records += c.records;
+        shapes++;
+        free(c.phy2log);
+        free(c.home);
+        free(c.prev_home);
+        free(c.seen_layer);
+        free(c.tpe);
+        free(c.model_load);
+        tsim_session_free(&s);
+    }
+    cr_assert_geq(records, 10000);
+    cr_assert_gt(refused, 0, "unequal nodes were drawn and refused");
+    cr_log_info("%lld records over %lld shapes", (long long)records, (long long)shapes);
+}
+
+/* ---- placements in the evaluator (eplb.md 1.2, 1.3) ---- */
+
+typedef struct {
+    tsim_topology topo;
+    tsim_evaluator ev;
+    tsim_plan plan;
+    tsim_record rec;
+} eval_rig;
+
+/* R 4, E 8 (hpr 2), K 1, rpn 2; expert e gets 10 * (e + 1) tokens from
+ * source 0 only. */
+static void eval_open(eval_rig *g)
+{
+    cr_assert_eq(tsim_topology_init(&g->topo, 4, 8, 2, 1, NULL, NULL), 0);
+    cr_assert_eq(tsim_evaluator_init(&g->ev, &g->topo, NULL), 0);
+    cr_assert_eq(tsim_plan_init(&g->plan, 4, 4, NULL), 0);
+    cr_assert_eq(tsim_record_alloc(&g->rec, 4, 8, NULL), 0);
+    for (int e = 0; e < 8; e++)
+        g->rec.counts[e] = 10 * (e + 1);
+}
+
+static void eval_close(eval_rig *g)
+{
+    tsim_record_free(&g->rec);
+    tsim_plan_free(&g->plan);
+    tsim_evaluator_free(&g->ev);
+    tsim_topology_free(&g->topo);
+}
+
+static void set_placement(tsim_plan *p, const int32_t *home)
+{
+    int32_t *pl = tsim_plan_placement(p, 8);
+    cr_assert(pl != NULL);
+    memcpy(pl, home, sizeof *pl * 8);
+}
+
+Test(eplb_evaluate, loads_traffic_and_moves_use_home_prime)
+{
+    eval_rig g;
+    eval_open(&g);
+    /* Experts 0 and 7 swap ranks 0 and 3 (across nodes); expert 1 moves to
+     * rank 1 (same node): rank 0 has 1 native, rank 1 three (full: hpr + K
+     * = 3). Expert 7 (80 tokens) has a replica on rank 2, which keeps its 2
+     * natives and so has one slot, slot 0. */
+    const int32_t home[8] = {3, 1, 1, 1, 2, 2, 3, 0};
+    set_placement(&g.plan, home);
+    int i = tsim_plan_add(&g.plan, 7, 2, 0, 30);
+    tsim_plan_alloc_row(&g.plan, i)[0] = 30;
+    tsim_metrics m;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_evaluate(&g.ev, &g.rec, &g.plan, 3.0, "hand", &m, &err), 0, "%s", err.msg);
+    /* Static loads 30, 70, 110, 150: rho_before from them. */
+    cr_assert_float_eq(m.v[TSIM_M_RHO_BEFORE], (150.0 - 90.0) / 90.0, 1e-12);
+    /* home' loads: rank 0 expert 7 (80 - 30), rank 1 20+30+40, rank 2 50+60+30, rank 3 10+70. */
+    const int64_t want[4] = {50, 90, 140, 80};
+    for (int r = 0; r < 4; r++)
+        cr_assert_eq(g.ev.load_after[r], want[r], "rank %d", r);
+    cr_assert_eq(m.v[TSIM_M_OFFLOADED], 30.0);
+    /* Replica on rank 2 (node 1) of an expert at home' 0 (node 0): inter. */
+    cr_assert_eq(m.v[TSIM_M_INTER], 1.0);
+    cr_assert_eq(m.v[TSIM_M_INTRA], 0.0);
+    /* Source 0 is on node 0: before, experts 4..7 cross (50+60+70+80); after,
+     * experts 0, 4, 5, 6 at home' on node 1 and the 30 tokens to rank 2. */
+    cr_assert_eq(m.v[TSIM_M_TRAFFIC_INTER_BEFORE], 260.0);
+    cr_assert_eq(m.v[TSIM_M_TRAFFIC_INTER_AFTER], 10.0 + 50 + 60 + 70 + 30);
+    /* Moves from the static map: 0 (0 -> 3) and 7 (3 -> 0) cross nodes; 1
+     * (0 -> 1) stays on node 0. */
+    cr_assert_eq(m.v[TSIM_M_REHOMED_INTRA], 1.0);
+    cr_assert_eq(m.v[TSIM_M_REHOMED_INTER], 2.0);
+    cr_assert_eq(m.v[TSIM_M_WEIGHTED], 3.0, "moves are not in weighted");
+    /* Against the same placement as the previous one: no moves. */
+    cr_assert_eq(tsim_evaluate_placed(&g.ev, &g.rec, &g.plan, home, 3.0, "hand", &m, &err), 0);
+    cr_assert_eq(m.v[TSIM_M_REHOMED_INTRA] + m.v[TSIM_M_REHOMED_INTER], 0.0);
+    /* A plan without a placement after a re-homed one moves experts back. */
+    tsim_plan_reset(&g.plan);
+    cr_assert(!tsim_plan_has_placement(&g.plan));
+    cr_assert_eq(tsim_evaluate_placed(&g.ev, &g.rec, &g.plan, home, 3.0, "hand", &m, &err), 0);
+    cr_assert_eq(m.v[TSIM_M_REHOMED_INTER], 2.0);
+    eval_close(&g);
+}
+
+static void assert_rejected(eval_rig *g, const char *want)
+{
+    tsim_metrics m;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_evaluate(&g->ev, &g->rec, &g->plan, 3.0, "eplb", &m, &err), TSIM_E_INTERNAL, "expected: %s",
+                 want);
+    cr_assert(strstr(err.msg, want) && strstr(err.msg, "eplb") && strstr(err.msg, "record"), "'%s' lacks '%s'",
+              err.msg, want);
+    tsim_plan_reset(&g->plan);
+}
+
+Test(eplb_evaluate, placement_rules_of_1_3)
+{
+    eval_rig g;
+    eval_open(&g);
+    const int32_t fine[8] = {0, 0, 1, 1, 2, 2, 3, 3}, crowded[8] = {1, 1, 1, 3, 2, 2, 3, 3};
+    const int32_t off[8] = {0, 0, 1, 1, 2, 2, 3, 4};
+    set_placement(&g.plan, off);
+    assert_rejected(&g, "expert 7 on rank 4");
+    set_placement(&g.plan, fine);
+    g.plan.placement_experts = 7;
+    assert_rejected(&g, "the placement has 7 entries");
+    /* Rank 1: 3 natives + 1 guest > hpr + K = 3. */
+    set_placement(&g.plan, crowded);
+    tsim_plan_add(&g.plan, 4, 1, 0, 0);
+    assert_rejected(&g, "rank 1 hosts 3 natives + 1 guests > hpr + K = 3");
+    /* Rank 0 has no natives: slots 0..2. Slot 3 is too far, slot 0 twice clashes. */
+    set_placement(&g.plan, crowded);
+    tsim_plan_add(&g.plan, 4, 0, 3, 0);
+    assert_rejected(&g, "uses slot 3, but hpr + K - natives = 3");
+    set_placement(&g.plan, crowded);
+    tsim_plan_add(&g.plan, 4, 0, 0, 0);
+    tsim_plan_add(&g.plan, 6, 0, 0, 0);
+    assert_rejected(&g, "slot 0 of rank 0 holds both");
+    /* A guest at home': expert 4 lives on rank 2. */
+    set_placement(&g.plan, crowded);
+    tsim_plan_add(&g.plan, 4, 2, 0, 0);
+    assert_rejected(&g, "on its home rank 2");
+    /* Its static home is a fine guest now: rank 0, slot 2 of 3. */
+    set_placement(&g.plan, crowded);
+    int i = tsim_plan_add(&g.plan, 0, 0, 2, 5);
+    tsim_plan_alloc_row(&g.plan, i)[0] = 5;
+    tsim_metrics m;
+    cr_assert_eq(tsim_evaluate(&g.ev, &g.rec, &g.plan, 3.0, "eplb", &m, NULL), 0);
+    cr_assert_eq(g.ev.load_after[0], 5);
+    cr_assert_eq(m.v[TSIM_M_INTRA], 1.0);
+    eval_close(&g);
 }

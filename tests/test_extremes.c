@@ -23,7 +23,7 @@
 static const char *const planner_specs[] = {
     "none", "taot", "taot-split=taot:--taot-phase3=split", "echo", "llep", "lplb",
     "lplb-exact=lplb:--lplb-solver=exact", "lplb-none=lplb:--lplb-history=none", "fastermoe",
-    "fastermoe-eager=fastermoe:--fastermoe-model-us=0", "optimal=optimal:--optimal-time-limit=0.2", NULL,
+    "fastermoe-eager=fastermoe:--fastermoe-model-us=0", "optimal=optimal:--optimal-node-limit=200", NULL,
 };
 
 typedef struct {

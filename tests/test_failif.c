@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "failif.h"
@@ -380,4 +381,112 @@ Test(failif, deep_nesting_is_an_error_not_a_crash)
         expr[n++] = ')';
     expr[n] = '\0';
     cr_assert(holds_quiet(expr));
+}
+
+/* Repeats unit n times into buf (NUL-terminated), after prefix. */
+static char *repeat(const char *prefix, const char *unit, size_t n, const char *suffix)
+{
+    size_t pl = strlen(prefix), ul = strlen(unit), sl = strlen(suffix);
+    char *buf = malloc(pl + ul * n + sl + 1);
+    cr_assert_not_null(buf);
+    memcpy(buf, prefix, pl);
+    for (size_t i = 0; i < n; i++)
+        memcpy(buf + pl + i * ul, unit, ul);
+    memcpy(buf + pl + ul * n, suffix, sl + 1);
+    return buf;
+}
+
+static void expect_too_deep(const char *expr, int col)
+{
+    char want[512];
+    snprintf(want, sizeof want,
+             "--fail-if '%.*s%s': column %d: expression nested too deeply (more than 200 levels)",
+             strlen(expr) > 160 ? 160 : (int)strlen(expr), expr, strlen(expr) > 160 ? "..." : "", col);
+    expect_syntax_error(expr, want);
+}
+
+/* Unary minus used to recurse past the depth count: 100,000 of them crashed
+ * the parser (stack overflow). The 201st level is refused; a chain as deep
+ * as the tree allows (198 minus signs, the number and the comparison) works. */
+Test(failif, long_unary_minus_chain_is_an_error_not_a_crash)
+{
+    char *expr = repeat("", "-", 100000, "1 > 0");
+    expect_too_deep(expr, 201);
+    free(expr);
+    expr = repeat("", "-", 201, "a > 0");
+    expect_too_deep(expr, 201);
+    free(expr);
+    expr = repeat("", "-", 198, "1 > 0"); /* an even count: 1 > 0 */
+    cr_assert(holds_quiet(expr));
+    free(expr);
+    expr = repeat("", "-", 197, "1 > 0");
+    cr_assert(!holds_quiet(expr));
+    free(expr);
+    /* Minus signs and parentheses count together. */
+    expr = repeat("", "-(", 100, "a > 0");
+    expect_too_deep(expr, 201);
+    free(expr);
+}
+
+/* A long flat chain builds a tree as deep as it is long, and the evaluator
+ * (and freeing) walk it recursively: 1+1+...+1 with 200,000 terms parsed and
+ * then overflowed the stack in the evaluator. The tree's height is bounded
+ * at parse time now: the 200th '+' (column 400) makes it 201 deep. */
+Test(failif, long_operator_chains_are_errors_not_crashes)
+{
+    char *expr = repeat("1", "+1", 200000, " > 0");
+    expect_too_deep(expr, 400);
+    free(expr);
+    expr = repeat("a", " * a", 250, " > 0");
+    expect_too_deep(expr, 4 * 200 - 1); /* the 200th '*' */
+    free(expr);
+    expr = repeat("a > 1", " && a > 1", 300, "");
+    expect_too_deep(expr, 9 * 199 - 2); /* the 199th '&&': comparisons are 2 deep */
+    free(expr);
+    expr = repeat("a > 1", " || a > 1", 300, "");
+    expect_too_deep(expr, 9 * 199 - 2);
+    free(expr);
+    /* 199 minus signs fit the parser but not the tree: the comparison would
+     * be level 201. */
+    expr = repeat("", "-", 199, "1 > 0");
+    expect_too_deep(expr, 202); /* the '>' */
+    free(expr);
+    /* Just inside: 198 '+' (a 200-deep comparison), evaluated and explained. */
+    expr = repeat("1", "+1", 198, " > 198");
+    char explain[1024];
+    cr_assert(holds(expr, explain, sizeof explain));
+    cr_assert(strstr(explain, "[= 199]") != NULL, "%s", explain);
+    free(expr);
+    expr = repeat("1", "+1", 199, " > 0");
+    expect_too_deep(expr, 401); /* the '>' after 399 characters and a space */
+    free(expr);
+    /* The same through the one-call check the studies use. */
+    tsim_error err = {0};
+    expr = repeat("b", " - b", 5000, " > 0");
+    cr_assert_eq(tsim_failif_check(expr, lookup, NULL, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "nested too deeply") != NULL, "%s", err.msg);
+    free(expr);
+}
+
+/* Function calls nest like parentheses: abs(abs(...)) past 200 levels is
+ * refused at the 201st 'abs' (column 801), max(a, max(a, ...)) at the first
+ * argument of the 200th max (the 201st level, column 1398); 150 levels
+ * evaluate. */
+Test(failif, nested_function_calls_are_bounded)
+{
+    char *open = repeat("", "abs(", 300, "neg");
+    char *expr = repeat(open, ")", 300, " > 1");
+    expect_too_deep(expr, 801);
+    free(open);
+    free(expr);
+    open = repeat("", "max(a, ", 250, "neg");
+    expr = repeat(open, ")", 250, " > 1");
+    expect_too_deep(expr, 7 * 199 + 5);
+    free(open);
+    free(expr);
+    open = repeat("", "abs(", 150, "neg");
+    expr = repeat(open, ")", 150, " == 4");
+    cr_assert(holds_quiet(expr));
+    free(open);
+    free(expr);
 }

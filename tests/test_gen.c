@@ -602,3 +602,475 @@ Test(gen, meta_records_the_generator_and_every_parameter)
     cr_assert_null(cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "generator"), "imbalance_target"));
     cJSON_Delete(meta);
 }
+
+/* ---- regimes: hot-rank placement, hot experts, hot skew ------------------- */
+
+static tsim_gen_params parsed(const char *spec)
+{
+    tsim_gen_params p;
+    tsim_gen_params_default(&p);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_hot_ranks_parse(spec, &p, &err), TSIM_OK, "'%s': %s", spec, err.msg);
+    return p;
+}
+
+Test(gen, hot_ranks_parse_and_format_round_trip)
+{
+    tsim_gen_params p = parsed("3");
+    cr_assert_eq(p.hot_placement, TSIM_HOT_FIRST);
+    cr_assert_eq(p.hot_ranks, 3);
+    p = parsed("per-node:2");
+    cr_assert_eq(p.hot_placement, TSIM_HOT_PER_NODE);
+    cr_assert_eq(p.hot_ranks, 2);
+    p = parsed("24,0,16,8");
+    cr_assert_eq(p.hot_placement, TSIM_HOT_LIST);
+    cr_assert_eq(p.n_hot_list, 4);
+    const int want[] = {0, 8, 16, 24};
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(p.hot_list[i], want[i], "sorted: [%d] = %d", i, p.hot_list[i]);
+    p = parsed("ranks:5");
+    cr_assert_eq(p.hot_placement, TSIM_HOT_LIST);
+    cr_assert_eq(p.n_hot_list, 1);
+    cr_assert_eq(p.hot_list[0], 5);
+
+    const char *specs[] = {"1", "7", "per-node:1", "per-node:3", "0,8,16,24", "ranks:5", "2,3"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+        p = parsed(specs[i]);
+        char buf[64];
+        tsim_gen_hot_ranks_format(&p, buf, sizeof buf);
+        cr_assert_str_eq(buf, specs[i]);
+        tsim_gen_params q = parsed(buf);
+        cr_assert_eq(q.hot_placement, p.hot_placement);
+        cr_assert_eq(q.hot_ranks, p.hot_ranks);
+        cr_assert_eq(q.n_hot_list, p.n_hot_list);
+    }
+    tsim_gen_params q = parsed("8,0");
+    char buf[64];
+    tsim_gen_hot_ranks_format(&q, buf, sizeof buf);
+    cr_assert_str_eq(buf, "0,8");
+
+    const char *bad[] = {"", "0", "-1", "x", "per-node:", "per-node:0", "per-node:x", "1,1", "1,", ",1",
+                         "a,b", "-1,2", "ranks:", "ranks:x", "2.5", "1 2", "per-node:1,2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tsim_gen_params_default(&p);
+        tsim_error err = {0};
+        cr_assert_eq(tsim_gen_hot_ranks_parse(bad[i], &p, &err), TSIM_E_INPUT, "'%s' was accepted", bad[i]);
+        cr_assert(strstr(err.msg, "--hot-ranks"), "'%s': message '%s' does not name the option", bad[i], err.msg);
+    }
+}
+
+Test(gen, hot_rank_lists_per_placement)
+{
+    tsim_gen_params p = parsed("per-node:1");
+    p.ep = 32;
+    p.ranks_per_node = 8;
+    int ranks[64];
+    int n = tsim_gen_hot_rank_list(&p, ranks);
+    cr_assert_eq(n, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(ranks[i], 8 * i);
+    p = parsed("per-node:2");
+    p.ep = 16;
+    n = tsim_gen_hot_rank_list(&p, ranks);
+    const int want16[] = {0, 1, 8, 9};
+    cr_assert_eq(n, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(ranks[i], want16[i]);
+    /* A last node with fewer ranks than the others keeps what it has. */
+    p.ep = 9;
+    p.experts = 72;
+    n = tsim_gen_hot_rank_list(&p, ranks);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(ranks[2], 8);
+    p = parsed("3");
+    p.ep = 16;
+    cr_assert_eq(tsim_gen_hot_rank_list(&p, NULL), 3);
+    cr_assert(tsim_gen_default_regime(&p));
+    p.hot_skew = 1.0;
+    cr_assert_not(tsim_gen_default_regime(&p));
+    p = parsed("0,1");
+    cr_assert_not(tsim_gen_default_regime(&p), "a list is recorded as a regime even when it equals N");
+}
+
+Test(gen, regime_parameters_are_checked)
+{
+    tsim_gen_params p = small_params(); /* EP4, 32 experts, rpn 2 */
+    tsim_gen_params q;
+    q = p, q.hot_placement = TSIM_HOT_PER_NODE, q.hot_ranks = 3, expect_invalid(q, "per-node:3");
+    q = p, q.hot_placement = TSIM_HOT_PER_NODE, q.hot_ranks = 0, expect_invalid(q, "per-node");
+    q = p, q.hot_placement = TSIM_HOT_LIST, q.n_hot_list = 1, q.hot_list[0] = 4, expect_invalid(q, "rank 4");
+    q = p, q.hot_placement = TSIM_HOT_LIST, q.n_hot_list = 0, expect_invalid(q, "--hot-ranks");
+    q = p, q.hot_placement = TSIM_HOT_LIST, q.n_hot_list = 2, q.hot_list[0] = 2, q.hot_list[1] = 1,
+    expect_invalid(q, "ascending");
+    q = p, q.hot_experts = 9, expect_invalid(q, "--hot-experts");
+    q = p, q.hot_experts = -1, expect_invalid(q, "--hot-experts");
+    q = p, q.hot_skew = -0.5, expect_invalid(q, "--hot-skew");
+    q = p, q.hot_skew = NAN, expect_invalid(q, "--hot-skew");
+    q = p, q.hot_skew = TSIM_GEN_MAX_SKEW + 1, expect_invalid(q, "--hot-skew");
+    tsim_error err = {0};
+    q = p, q.hot_placement = TSIM_HOT_PER_NODE, q.hot_ranks = 2, q.hot_experts = 8, q.hot_skew = 16;
+    cr_assert_eq(tsim_gen_params_check(&q, &err), TSIM_OK, "%s", err.msg);
+}
+
+/* Counts of one expert summed over source ranks, per record. */
+static int64_t expert_total(const int64_t *all, const tsim_gen_params *p, int64_t record, int expert)
+{
+    int64_t sum = 0;
+    const size_t cells = (size_t)p->ep * (size_t)p->experts;
+    for (int r = 0; r < p->ep; r++)
+        sum += all[(size_t)record * cells + (size_t)r * (size_t)p->experts + (size_t)expert];
+    return sum;
+}
+
+/* The hot experts of p (by rank list and M): hot[e] true. */
+static void hot_set(const tsim_gen_params *p, bool *hot)
+{
+    int ranks[TSIM_MAX_RANKS];
+    int n = tsim_gen_hot_rank_list(p, ranks);
+    int per_rank = p->experts / p->ep, m = tsim_gen_hot_experts_per_rank(p);
+    memset(hot, 0, sizeof *hot * (size_t)p->experts);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < m; j++)
+            hot[ranks[i] * per_rank + j] = true;
+}
+
+/* The hot load lands on the hot set and nowhere else: with at least k hot
+ * experts, a hot token takes only hot experts and the base tokens are a
+ * prefix of the f = 0 base tokens, so every other expert loses or keeps its
+ * count, record by record; the hot experts of every hot rank together gain at
+ * least min_gain (skipped when negative: with a large hot set, the base picks
+ * the hot tokens replace may outweigh what they add). */
+static void check_hot_placement(const tsim_gen_params *base, double f, int64_t min_gain)
+{
+    tsim_gen_params p = *base;
+    p.hot_fraction = 0.0;
+    int64_t *cold = all_counts(&p);
+    p.hot_fraction = f;
+    int64_t *hot = all_counts(&p);
+    bool in_set[256];
+    cr_assert_leq(p.experts, 256);
+    hot_set(&p, in_set);
+    const int per_rank = p.experts / p.ep;
+    for (int64_t i = 0; i < tsim_gen_record_count(&p); i++) {
+        for (int r = 0; r < p.ep; r++) {
+            int64_t gain = 0;
+            bool hot_rank = false;
+            for (int e = r * per_rank; e < (r + 1) * per_rank; e++) {
+                int64_t c = expert_total(cold, &p, i, e), h = expert_total(hot, &p, i, e);
+                if (in_set[e]) {
+                    hot_rank = true;
+                    gain += h - c;
+                } else {
+                    cr_assert_leq(h, c, "record %lld: cold expert %d went from %lld to %lld", (long long)i, e,
+                                  (long long)c, (long long)h);
+                }
+            }
+            if (hot_rank && min_gain >= 0)
+                cr_assert_geq(gain, min_gain, "record %lld: the hot experts of rank %d gained %lld", (long long)i, r,
+                              (long long)gain);
+        }
+    }
+    free(cold);
+    free(hot);
+}
+
+Test(gen, hot_load_lands_on_the_listed_and_per_node_ranks)
+{
+    tsim_gen_params p = small_params();
+    p.experts = 64;
+    p.ep = 8; /* 8 experts per rank, k = 4 */
+    p.ranks_per_node = 4;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_hot_ranks_parse("2,5", &p, &err), TSIM_OK);
+    /* 0.3 * 256 * 8 = 614 hot tokens, 4 picks each over 2 ranks: ~1230 per
+     * hot rank, less the ~300 base picks of the tokens they replace. */
+    check_hot_placement(&p, 0.3, 600);
+    cr_assert_eq(tsim_gen_hot_ranks_parse("per-node:1", &p, &err), TSIM_OK); /* ranks 0 and 4 */
+    check_hot_placement(&p, 0.3, 600);
+    cr_assert_eq(tsim_gen_hot_ranks_parse("per-node:2", &p, &err), TSIM_OK); /* 0, 1, 4, 5: +1024 - 512 each */
+    check_hot_placement(&p, 0.5, 300);
+    cr_assert_eq(tsim_gen_hot_ranks_parse("ranks:7", &p, &err), TSIM_OK); /* +1638 - 205 */
+    check_hot_placement(&p, 0.2, 1200);
+}
+
+Test(gen, hot_experts_limit_the_hotspot_to_the_first_m)
+{
+    tsim_gen_params p = small_params();
+    p.experts = 64;
+    p.ep = 8;
+    p.ranks_per_node = 4;
+    p.topk = 4;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_hot_ranks_parse("per-node:1", &p, &err), TSIM_OK);
+    p.hot_experts = 2; /* 4 hot experts, k = 4: every hot token takes all four */
+    check_hot_placement(&p, 0.25, 2 * 512 - 300); /* 512 hot tokens; ~128 base picks lost per rank */
+    /* M = 1 with one hot rank: 1 hot expert < k, taken by every hot token
+     * (the other k - 1 picks come from the base popularity). */
+    cr_assert_eq(tsim_gen_hot_ranks_parse("ranks:3", &p, &err), TSIM_OK);
+    p.hot_experts = 1;
+    p.hot_fraction = 0.25;
+    int64_t *all = all_counts(&p);
+    const int64_t hot_tokens = tsim_gen_hot_tokens(&p); /* 512 */
+    for (int64_t i = 0; i < tsim_gen_record_count(&p); i++)
+        cr_assert_geq(expert_total(all, &p, i, 24), hot_tokens, "record %lld", (long long)i);
+    free(all);
+    /* hot_experts = E / R names every expert: the same records as 0 (all). */
+    p.hot_experts = 0;
+    int64_t *a = all_counts(&p);
+    p.hot_experts = 8;
+    int64_t *b = all_counts(&p);
+    const size_t bytes = sizeof *a * (size_t)p.ep * (size_t)p.experts * (size_t)tsim_gen_record_count(&p);
+    cr_assert(memcmp(a, b, bytes) == 0);
+    free(a);
+    free(b);
+}
+
+Test(gen, a_list_equal_to_the_first_n_ranks_gives_the_same_records)
+{
+    tsim_gen_params p = small_params();
+    p.hot_ranks = 2;
+    int64_t *a = all_counts(&p);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_hot_ranks_parse("1,0", &p, &err), TSIM_OK);
+    int64_t *b = all_counts(&p);
+    p.hot_skew = 0.0; /* explicit 0: still the even spread */
+    const size_t bytes = sizeof *a * (size_t)p.ep * (size_t)p.experts * (size_t)tsim_gen_record_count(&p);
+    cr_assert(memcmp(a, b, bytes) == 0, "ranks 0,1 differ from --hot-ranks 2");
+    free(a);
+    free(b);
+}
+
+/* Hot picks per position j of the hot experts within their rank, summed over
+ * the trace (hot minus cold counts: the base part cancels up to the tail
+ * tokens the hot ones replace, which spread evenly). */
+static void hot_gain_by_position(const tsim_gen_params *base, double *gain /* [per_rank] */)
+{
+    tsim_gen_params p = *base;
+    const int per_rank = p.experts / p.ep;
+    p.hot_fraction = 0.0;
+    int64_t *cold = all_counts(&p);
+    p.hot_fraction = base->hot_fraction;
+    int64_t *hot = all_counts(&p);
+    int ranks[TSIM_MAX_RANKS];
+    int n = tsim_gen_hot_rank_list(&p, ranks);
+    for (int j = 0; j < per_rank; j++) {
+        gain[j] = 0;
+        for (int64_t i = 0; i < tsim_gen_record_count(&p); i++)
+            for (int h = 0; h < n; h++) {
+                int e = ranks[h] * per_rank + j;
+                gain[j] += (double)(expert_total(hot, &p, i, e) - expert_total(cold, &p, i, e));
+            }
+    }
+    free(cold);
+    free(hot);
+}
+
+Test(gen, hot_skew_piles_the_hotspot_onto_the_first_experts)
+{
+    tsim_gen_params p = small_params();
+    p.experts = 64;
+    p.ep = 4; /* 16 experts per rank */
+    p.topk = 2;
+    p.tokens = 1024;
+    p.hot_fraction = 0.5;
+    double even[16], skewed[16];
+    hot_gain_by_position(&p, even);
+    p.hot_skew = 2.0;
+    hot_gain_by_position(&p, skewed);
+    /* Even: no position takes more than twice another's share. */
+    double lo = even[0], hi = even[0];
+    for (int j = 1; j < 16; j++) {
+        lo = even[j] < lo ? even[j] : lo;
+        hi = even[j] > hi ? even[j] : hi;
+    }
+    cr_assert_lt(hi, 2.0 * lo, "S = 0: gains from %.0f to %.0f", lo, hi);
+    /* S = 2: weights 1, 1/4, 1/9, ... The first expert is taken by most hot
+     * tokens (it cannot exceed one pick per token), the last rarely. */
+    cr_assert_gt(skewed[0], 3.0 * skewed[3], "S = 2: %.0f vs %.0f", skewed[0], skewed[3]);
+    cr_assert_gt(skewed[3], skewed[15], "S = 2: %.0f vs %.0f", skewed[3], skewed[15]);
+    cr_assert_gt(skewed[0], skewed[1]);
+    cr_assert_gt(skewed[1], skewed[2]);
+}
+
+static void expect_calibrated(tsim_gen_params p, double target)
+{
+    tsim_gen_calibration cal, again;
+    tsim_error err = {0};
+    char spec[64];
+    tsim_gen_hot_ranks_format(&p, spec, sizeof spec);
+    int rc = tsim_gen_calibrate(&p, target, &cal, NULL, NULL, &err);
+    cr_assert_eq(rc, TSIM_OK, "hot ranks %s, M %d, S %g, target %.2f: %s", spec, p.hot_experts, p.hot_skew, target,
+                 err.msg);
+    cr_assert_leq(fabs(cal.achieved - target), TSIM_GEN_TOLERANCE, "hot ranks %s, M %d, S %g: target %.3f got %.4f",
+                  spec, p.hot_experts, p.hot_skew, target, cal.achieved);
+    tsim_gen_params q = p;
+    q.hot_fraction = cal.hot_fraction;
+    double mean;
+    cr_assert_eq(tsim_gen_mean_imbalance(&q, &mean, NULL, NULL, &err), TSIM_OK);
+    cr_assert(mean == cal.achieved, "regenerated mean %.17g, calibrated %.17g", mean, cal.achieved);
+    cr_assert_eq(tsim_gen_calibrate(&p, target, &again, NULL, NULL, &err), TSIM_OK);
+    cr_assert_eq(again.hot_tokens, cal.hot_tokens, "calibration is not deterministic");
+}
+
+Test(gen, calibration_meets_the_target_in_every_mode)
+{
+    tsim_gen_params p = calib_params(); /* EP8, 64 experts, k = 4, 512 tokens */
+    p.ranks_per_node = 4;
+    const char *specs[] = {"per-node:1", "per-node:2", "1,6", "ranks:5", "3"};
+    const int experts[] = {0, 1, 2};
+    const double skews[] = {0.0, 1.5};
+    const double targets[] = {0.2, 0.6};
+    for (size_t s = 0; s < sizeof specs / sizeof specs[0]; s++)
+        for (int m = 0; m < 3; m++)
+            for (int k = 0; k < 2; k++) {
+                tsim_error err = {0};
+                cr_assert_eq(tsim_gen_hot_ranks_parse(specs[s], &p, &err), TSIM_OK);
+                p.hot_experts = experts[m];
+                p.hot_skew = skews[k];
+                for (int t = 0; t < 2; t++)
+                    expect_calibrated(p, targets[t]);
+            }
+}
+
+/* Random regimes: rows always sum to T k, picks stay distinct (count <= T),
+ * the hot load never reaches an expert outside the hot set when the set has
+ * at least k experts, and the same parameters give the same records. */
+Test(gen, random_regimes_keep_the_invariants)
+{
+    uint64_t state = 12345;
+    for (int trial = 0; trial < 40; trial++) {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint32_t x = (uint32_t)(state >> 33);
+        tsim_gen_params p = small_params();
+        const int eps[] = {2, 4, 8};
+        p.ep = eps[x % 3];
+        p.experts = p.ep * (2 + (int)(x / 3 % 4)); /* 2..5 per rank */
+        p.ranks_per_node = 1 + (int)(x / 12 % 4);
+        p.topk = 1 + (int)(x / 48 % 4);
+        p.tokens = 64;
+        p.microbatches = 2;
+        p.hot_fraction = (double)(x / 192 % 11) / 10.0;
+        p.seed = x;
+        const int per_rank = p.experts / p.ep;
+        switch (x / 2112 % 3) {
+        case 0:
+            p.hot_placement = TSIM_HOT_FIRST;
+            p.hot_ranks = 1 + (int)(x / 6336 % (uint32_t)p.ep);
+            break;
+        case 1: {
+            int most = p.ranks_per_node < p.ep ? p.ranks_per_node : p.ep;
+            p.hot_placement = TSIM_HOT_PER_NODE;
+            p.hot_ranks = 1 + (int)(x / 6336 % (uint32_t)most);
+            break;
+        }
+        default:
+            p.hot_placement = TSIM_HOT_LIST;
+            p.n_hot_list = 0;
+            for (int r = 0; r < p.ep; r++)
+                if ((x >> (r % 16)) & 1 || (r == p.ep - 1 && p.n_hot_list == 0))
+                    p.hot_list[p.n_hot_list++] = r;
+            break;
+        }
+        p.hot_experts = (int)(x / 7 % (uint32_t)(per_rank + 1));
+        p.hot_skew = (double)(x / 11 % 4);
+        tsim_error err = {0};
+        cr_assert_eq(tsim_gen_params_check(&p, &err), TSIM_OK, "trial %d: %s", trial, err.msg);
+        check_rows(&p);
+        const size_t bytes = sizeof(int64_t) * (size_t)p.ep * (size_t)p.experts * (size_t)tsim_gen_record_count(&p);
+        int64_t *a = all_counts(&p);
+        int64_t *b = all_counts(&p);
+        cr_assert(memcmp(a, b, bytes) == 0, "trial %d: not deterministic", trial);
+        free(a);
+        free(b);
+        int m = tsim_gen_hot_rank_list(&p, NULL) * tsim_gen_hot_experts_per_rank(&p);
+        if (m >= p.topk && p.hot_fraction > 0)
+            check_hot_placement(&p, p.hot_fraction, -1);
+    }
+}
+
+Test(gen, meta_records_the_regime)
+{
+    tsim_gen_params p = small_params();
+    /* The default shape: no regime fields (the bundled traces keep their bytes). */
+    cJSON *meta = tsim_gen_meta(&p, NULL, 0.2);
+    cJSON *gen = cJSON_GetObjectItem(meta, "generator");
+    cr_assert_null(cJSON_GetObjectItem(gen, "hot_placement"));
+    cr_assert_null(cJSON_GetObjectItem(gen, "hot_rank_list"));
+    cr_assert_null(cJSON_GetObjectItem(gen, "hot_experts"));
+    cr_assert_null(cJSON_GetObjectItem(gen, "hot_skew"));
+    cr_assert_float_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(gen, "hot_ranks")), 1.0, 0);
+    cJSON_Delete(meta);
+
+    tsim_error err = {0};
+    p.ep = 8;
+    p.experts = 64;
+    p.ranks_per_node = 4;
+    cr_assert_eq(tsim_gen_hot_ranks_parse("per-node:1", &p, &err), TSIM_OK);
+    p.hot_experts = 3;
+    p.hot_skew = 1.5;
+    meta = tsim_gen_meta(&p, NULL, 0.2);
+    gen = cJSON_GetObjectItem(meta, "generator");
+    cr_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(gen, "hot_placement")), "per-node:1");
+    cr_assert_float_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(gen, "hot_ranks")), 2.0, 0);
+    cJSON *list = cJSON_GetObjectItem(gen, "hot_rank_list");
+    cr_assert_eq(cJSON_GetArraySize(list), 2);
+    cr_assert_float_eq(cJSON_GetNumberValue(cJSON_GetArrayItem(list, 0)), 0.0, 0);
+    cr_assert_float_eq(cJSON_GetNumberValue(cJSON_GetArrayItem(list, 1)), 4.0, 0);
+    cr_assert_float_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(gen, "hot_experts")), 3.0, 0);
+    cr_assert_float_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(gen, "hot_skew")), 1.5, 0);
+    cJSON_Delete(meta);
+    /* Experts given explicitly are recorded even without a skew; all of them resolve to E / R. */
+    p.hot_skew = 0.0;
+    p.hot_experts = 0;
+    meta = tsim_gen_meta(&p, NULL, 0.2);
+    gen = cJSON_GetObjectItem(meta, "generator");
+    cr_assert_float_eq(cJSON_GetNumberValue(cJSON_GetObjectItem(gen, "hot_experts")), 8.0, 0);
+    cJSON_Delete(meta);
+}
+
+/* tsim_gen_same_records says "same" exactly when the records are. */
+Test(gen, same_records_matches_the_records)
+{
+    tsim_gen_params a = small_params(); /* EP4, 8 experts per rank, k = 4, rpn 2 */
+    a.hot_fraction = 0.3;
+    const size_t bytes = sizeof(int64_t) * (size_t)a.ep * (size_t)a.experts * (size_t)tsim_gen_record_count(&a);
+    struct {
+        const char *spec;
+        int m;
+        double skew;
+    } v[] = {
+        {"2", 0, 0}, {"0,1", 0, 0}, {"0,1", 8, 0}, {"per-node:1", 0, 0}, {"0,2", 0, 0}, {"2", 0, 1.0},
+        {"2", 2, 1.0}, /* 4 hot experts = k: the skew changes nothing */
+        {"2", 2, 0.0}, {"ranks:1", 1, 0.0}, {"ranks:1", 1, 3.0}, {"1", 0, 0},
+    };
+    const int n = sizeof v / sizeof v[0];
+    tsim_gen_params p[16];
+    int64_t *counts[16];
+    for (int i = 0; i < n; i++) {
+        p[i] = a;
+        tsim_error err = {0};
+        cr_assert_eq(tsim_gen_hot_ranks_parse(v[i].spec, &p[i], &err), TSIM_OK);
+        p[i].hot_experts = v[i].m;
+        p[i].hot_skew = v[i].skew;
+        counts[i] = all_counts(&p[i]);
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            bool same = tsim_gen_same_records(&p[i], &p[j]);
+            bool equal = memcmp(counts[i], counts[j], bytes) == 0;
+            cr_assert_eq(same, equal, "%s M %d S %g vs %s M %d S %g: same_records %d, records equal %d", v[i].spec,
+                         v[i].m, v[i].skew, v[j].spec, v[j].m, v[j].skew, same, equal);
+        }
+    cr_assert(tsim_gen_same_records(&p[0], &p[1]), "2 and 0,1 are the same ranks");
+    cr_assert(tsim_gen_same_records(&p[3], &p[4]), "per-node:1 with 2 ranks per node is 0,2");
+    cr_assert(tsim_gen_same_records(&p[1], &p[2]), "M = E / R is every expert");
+    cr_assert(tsim_gen_same_records(&p[6], &p[7]), "a skew over k hot experts changes nothing");
+    for (int i = 0; i < n; i++)
+        free(counts[i]);
+    tsim_gen_params b = p[0];
+    b.seed = 8;
+    cr_assert_not(tsim_gen_same_records(&p[0], &b));
+    b = p[0];
+    b.hot_fraction = 0.31;
+    cr_assert_not(tsim_gen_same_records(&p[0], &b));
+}

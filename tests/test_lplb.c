@@ -27,8 +27,9 @@ typedef struct {
     tsim_metrics m;
 } rig;
 
-static int rig_try(rig *g, int R, int E, int rpn, int K, const char *graph, int solver, int history,
-                   tsim_error *err)
+/* rehome: TSIM_LPLB_REHOME_* (eplb.md section 4). */
+static int rig_try_rehome(rig *g, int R, int E, int rpn, int K, const char *graph, int solver, int history,
+                          int rehome, tsim_error *err)
 {
     memset(g, 0, sizeof *g);
     cr_assert_eq(tsim_topology_init(&g->topo, R, E, rpn, K, NULL, err), 0, "%s", err->msg);
@@ -39,6 +40,7 @@ static int rig_try(rig *g, int R, int E, int rpn, int K, const char *graph, int 
     snprintf(g->p.opts.lplb.graph, sizeof g->p.opts.lplb.graph, "%s", graph);
     g->p.opts.lplb.solver = solver;
     g->p.opts.lplb.history = history;
+    g->p.opts.lplb.rehome = rehome;
     int rc = tsim_planner_start(&g->p, &g->topo, err);
     if (rc) {
         tsim_topology_free(&g->topo);
@@ -47,6 +49,12 @@ static int rig_try(rig *g, int R, int E, int rpn, int K, const char *graph, int 
     cr_assert_eq(tsim_plan_init(&g->plan, R, R * K, err), 0);
     cr_assert_eq(tsim_evaluator_init(&g->ev, &g->topo, err), 0);
     return 0;
+}
+
+static int rig_try(rig *g, int R, int E, int rpn, int K, const char *graph, int solver, int history,
+                   tsim_error *err)
+{
+    return rig_try_rehome(g, R, E, rpn, K, graph, solver, history, TSIM_LPLB_REHOME_NONE, err);
 }
 
 static void rig_start(rig *g, int R, int E, int rpn, int K, const char *graph, int solver, int history)
@@ -544,9 +552,27 @@ static void check_lplb_vector(const char *path)
     const int R = v.record.ranks;
 
     rig g;
-    rig_start(&g, R, v.record.experts, v.ranks_per_node, v.slots, v.opts.lplb.graph, v.opts.lplb.solver,
-              v.opts.lplb.history);
+    cr_assert_eq(rig_try_rehome(&g, R, v.record.experts, v.ranks_per_node, v.slots, v.opts.lplb.graph,
+                                v.opts.lplb.solver, v.opts.lplb.history, v.opts.lplb.rehome, &err),
+                 0, "%s: %s", v.name, err.msg);
+    /* The history the vector's layer had (its previous record's tokens). */
+    if (v.prev_expert_counts)
+        cr_assert_eq(g.p.desc->prime(g.p.state, v.record.layer, v.prev_expert_counts, NULL, &err), 0, "%s", err.msg);
     rig_plan(&g, &v.record);
+    /* Re-homed vectors (eplb.md section 4): the placement and the moves from
+     * the static map are exact fields; without re-homing there is none. */
+    cr_assert_eq(tsim_plan_has_placement(&g.plan), tsim_plan_has_placement(&v.expect), "%s: placement", v.name);
+    if (tsim_plan_has_placement(&v.expect)) {
+        cr_assert(v.has_rehomed, "%s: expect gives no rehomed counts", v.name);
+        cr_assert_eq(v.opts.lplb.rehome, TSIM_LPLB_REHOME_EPLB);
+        for (int e = 0; e < v.record.experts; e++)
+            cr_assert_eq(g.plan.placement[e], v.expect.placement[e], "%s: home'(%d) is %d, expected %d", v.name, e,
+                         g.plan.placement[e], v.expect.placement[e]);
+        cr_assert_eq((int64_t)g.m.v[TSIM_M_REHOMED_INTRA], v.rehomed_intra, "%s: rehomed_intra", v.name);
+        cr_assert_eq((int64_t)g.m.v[TSIM_M_REHOMED_INTER], v.rehomed_inter, "%s: rehomed_inter", v.name);
+    } else {
+        cr_assert_eq(g.m.v[TSIM_M_REHOMED_INTRA] + g.m.v[TSIM_M_REHOMED_INTER], 0.0);
+    }
     const tsim_lplb_graph *gr = tsim_lplb_state_graph(g.p.state);
 
     /* Exact fields always: the (expert, guest, slot) triples, rho_before, intra, inter. */
@@ -646,7 +672,7 @@ Test(lplb_vectors, all)
 {
     static char paths[64][1024];
     int n = tsim_test_vector_files("lplb", paths, 64);
-    cr_assert(n >= 6, "expected the six lplb vectors, found %d", n);
+    cr_assert(n >= 8, "expected the eight lplb vectors, found %d", n);
     for (int i = 0; i < n; i++)
         check_lplb_vector(paths[i]);
 }

@@ -1,15 +1,17 @@
 /* `optimal` planner (baselines.md "Further planners"): hand-checked tiny
  * optima, mu = 0 against a brute force over every replica placement, the
  * weighted cost falling as mu grows, valid plans and TAOT / ECHO / LLEP never
- * beating it on random small records, determinism, the binary cap and the time
- * limit. */
+ * beating it on random small records, determinism (also under parallel load),
+ * the binary cap and the node budget. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "evaluate.h"
 #include "optimal.h"
 #include "planner.h"
@@ -26,7 +28,7 @@ typedef struct {
     tsim_metrics m;
 } rig;
 
-static int rig_try(rig *g, const char *name, int R, int E, int rpn, int K, double mu, double time_limit,
+static int rig_try(rig *g, const char *name, int R, int E, int rpn, int K, double mu, int node_limit,
                    tsim_error *err)
 {
     memset(g, 0, sizeof *g);
@@ -36,7 +38,7 @@ static int rig_try(rig *g, const char *name, int R, int E, int rpn, int K, doubl
     snprintf(g->p.label, sizeof g->p.label, "%s", name);
     tsim_planner_options_default(&g->p.opts);
     g->p.opts.optimal.mu = mu;
-    g->p.opts.optimal.time_limit_s = time_limit;
+    g->p.opts.optimal.node_limit = node_limit;
     int rc = tsim_planner_start(&g->p, &g->topo, err);
     if (rc) {
         tsim_topology_free(&g->topo);
@@ -50,7 +52,7 @@ static int rig_try(rig *g, const char *name, int R, int E, int rpn, int K, doubl
 static void rig_start(rig *g, const char *name, int R, int E, int rpn, int K, double mu)
 {
     tsim_error err = {0};
-    int rc = rig_try(g, name, R, E, rpn, K, mu, 60.0, &err);
+    int rc = rig_try(g, name, R, E, rpn, K, mu, 1000000, &err);
     cr_assert_eq(rc, 0, "%s init (R %d, E %d, rpn %d, K %d): %s", name, R, E, rpn, K, err.msg);
 }
 
@@ -517,12 +519,12 @@ Test(optimal, refuses_topologies_past_the_binary_cap)
     rig g;
     tsim_error err = {0};
     /* 64 ranks, 128 experts: 128 * 63 = 8064 binaries. */
-    int rc = rig_try(&g, "optimal", 64, 128, 8, 2, 0.001, 10.0, &err);
+    int rc = rig_try(&g, "optimal", 64, 128, 8, 2, 0.001, 100, &err);
     cr_assert_eq(rc, TSIM_E_INPUT, "rc %d", rc);
     cr_assert(strstr(err.msg, "8064 binaries") && strstr(err.msg, "small R and E"), "%s", err.msg);
     /* At the cap exactly: 4096 = 64 * 64 is 65 ranks, not a divisor; 16 ranks,
      * 272 experts = 4080 binaries is under it and builds. */
-    rc = rig_try(&g, "optimal", 16, 272, 8, 2, 0.001, 10.0, &err);
+    rc = rig_try(&g, "optimal", 16, 272, 8, 2, 0.001, 100, &err);
     cr_assert_eq(rc, 0, "%s", err.msg);
     rig_stop(&g);
 }
@@ -531,11 +533,32 @@ Test(optimal, refuses_bad_options)
 {
     rig g;
     tsim_error err = {0};
-    cr_assert_eq(rig_try(&g, "optimal", 2, 2, 2, 1, -1.0, 10.0, &err), TSIM_E_INPUT);
+    cr_assert_eq(rig_try(&g, "optimal", 2, 2, 2, 1, -1.0, 100, &err), TSIM_E_INPUT);
     cr_assert(strstr(err.msg, "optimal-mu") != NULL, "%s", err.msg);
-    cr_assert_eq(rig_try(&g, "optimal", 2, 2, 2, 1, 0.1, 0.0, &err), TSIM_E_INPUT);
-    cr_assert(strstr(err.msg, "optimal-time-limit") != NULL, "%s", err.msg);
-    cr_assert_eq(rig_try(&g, "optimal", 2, 2, 2, 1, 0.1, NAN, &err), TSIM_E_INPUT);
+    cr_assert_eq(rig_try(&g, "optimal", 2, 2, 2, 1, 0.1, 0, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "optimal-node-limit") != NULL, "%s", err.msg);
+    cr_assert_eq(rig_try(&g, "optimal", 2, 2, 2, 1, 0.1, -3, &err), TSIM_E_INPUT);
+
+    /* The CLI form: a whole number of subproblems, at least 1. The wall-clock
+     * limit is gone: it made plans depend on machine load. */
+    tsim_planner_options o;
+    tsim_planner_options_default(&o);
+    cr_assert_eq(o.optimal.node_limit, 20000);
+    bool known = false;
+    cr_assert_eq(tsim_planner_options_set(&o, "optimal-node-limit", "250", &known, &err), 0, "%s", err.msg);
+    cr_assert(known);
+    cr_assert_eq(o.optimal.node_limit, 250);
+    static const char *const bad[] = {"0", "-1", "1.5", "1e12", "many", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_eq(tsim_planner_options_set(&o, "optimal-node-limit", bad[i], &known, &err), TSIM_E_INPUT,
+                     "'%s' accepted", bad[i]);
+        cr_assert(strstr(err.msg, "--optimal-node-limit") != NULL, "%s", err.msg);
+    }
+    cr_assert_eq(o.optimal.node_limit, 250);
+    cr_assert_eq(tsim_planner_options_set(&o, "optimal-time-limit", "10", &known, &err), TSIM_E_INPUT);
+    cr_assert(!known);
+    cr_assert(tsim_planner_option_exists("optimal-node-limit"));
+    cr_assert(!tsim_planner_option_exists("optimal-time-limit"));
 }
 
 Test(optimal, rejects_a_record_of_another_shape)
@@ -552,35 +575,237 @@ Test(optimal, rejects_a_record_of_another_shape)
     tsim_record_free(&rec);
 }
 
-/* A 1 ms limit on 8 ranks x 64 experts (448 binaries) of skewed records: the
- * search is cut short, and whatever comes back (incumbent or the empty plan)
- * is a valid plan and counted, with the gap left. */
-Test(optimal, time_limit_keeps_plans_valid_and_is_counted)
+/* ---- the node budget ---- */
+
+/* Skewed records on 8 ranks x 64 experts (448 binaries): no small budget
+ * proves them. */
+static void hard_record(uint64_t *seed, tsim_record *rec)
 {
-    rig g;
-    tsim_error err = {0};
-    cr_assert_eq(rig_try(&g, "optimal", 8, 64, 4, 2, 0.0001, 0.001, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_record_alloc(rec, 8, 64, NULL), 0);
+    for (int r = 0; r < 8; r++)
+        for (int e = 0; e < 64; e++)
+            rec->counts[r * 64 + e] = tsim_rand_range(seed, 0, 400) * (e < 8 ? 9 : 1) + (e % 5) * 37;
+}
+
+/* A budget of N subproblems: the search is cut after exactly N, whatever comes
+ * back (incumbent or the empty plan) is a valid plan, carries the note and is
+ * counted, with the gap left. */
+Test(optimal, node_limit_cuts_after_exactly_n_subproblems)
+{
+    static const int limits[] = {1, 2, 7, 40};
     uint64_t seed = 0x5eed0005;
-    int cut = 0;
-    for (int i = 0; i < 6; i++) {
-        tsim_record rec;
-        cr_assert_eq(tsim_record_alloc(&rec, 8, 64, NULL), 0);
-        for (int r = 0; r < 8; r++)
-            for (int e = 0; e < 64; e++)
-                rec.counts[r * 64 + e] = tsim_rand_range(&seed, 0, 400) * (e < 8 ? 9 : 1) + (e % 5) * 37;
-        rig_plan(&g, &rec);
+    for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
+        rig g;
+        tsim_error err = {0};
+        cr_assert_eq(rig_try(&g, "optimal", 8, 64, 4, 2, 0.0001, limits[l], &err), 0, "%s", err.msg);
+        int cut = 0;
+        for (int i = 0; i < 4; i++) {
+            tsim_record rec;
+            hard_record(&seed, &rec);
+            rig_plan(&g, &rec); /* evaluated: a valid plan */
+            tsim_optimal_stats st = stats(&g);
+            cr_assert(st.last_status == TSIM_OPTIMAL_NODE_LIMIT || st.last_status == TSIM_OPTIMAL_NO_SOLUTION,
+                      "limit %d record %d: status %d, a 448-binary search proven within the budget", limits[l], i,
+                      st.last_status);
+            cut++;
+            cr_assert_eq(st.last_nodes, limits[l], "limit %d: %d subproblems solved", limits[l], st.last_nodes);
+            cr_assert(g.plan.notes & TSIM_NOTE_NODE_LIMIT, "a plan cut short carries no note");
+            if (st.last_status == TSIM_OPTIMAL_NO_SOLUTION)
+                cr_assert(g.plan.count == 0 && isinf(st.last_gap));
+            else
+                cr_assert(st.last_gap > 0.0, "cut short with a zero gap");
+            tsim_record_free(&rec);
+        }
         tsim_optimal_stats st = stats(&g);
-        cut += st.last_status == TSIM_OPTIMAL_TIME_LIMIT || st.last_status == TSIM_OPTIMAL_NO_SOLUTION;
-        if (st.last_status == TSIM_OPTIMAL_NO_SOLUTION)
-            cr_assert(g.plan.count == 0 && isinf(st.last_gap));
-        if (st.last_status == TSIM_OPTIMAL_TIME_LIMIT)
-            cr_assert(st.last_gap > 0.0, "cut short with a zero gap");
+        cr_assert_eq(st.records, 4);
+        cr_assert_eq(st.solved, 0);
+        cr_assert_eq(st.node_limit + st.no_solution, cut);
+        rig_stop(&g);
+    }
+}
+
+/* The budget's edge: a record GLPK proves in n subproblems is proven (no note)
+ * with a budget of n, and cut with n - 1. */
+Test(optimal, node_limit_edge_proven_at_n_cut_at_n_minus_1)
+{
+    uint64_t seed = 0x5eed0006;
+    int tried = 0;
+    for (int trial = 0; trial < 200 && tried < 5; trial++) {
+        tsim_random_shape shape = {4, 12, 2, 2};
+        tsim_record rec;
+        tsim_random_record(&seed, &shape, &rec);
+        rig big;
+        tsim_error err = {0};
+        cr_assert_eq(rig_try(&big, "optimal", 4, 12, 2, 2, 0.001, 1000000, &err), 0, "%s", err.msg);
+        rig_plan(&big, &rec);
+        tsim_optimal_stats full = stats(&big);
+        cr_assert_eq(big.plan.notes & TSIM_NOTE_NODE_LIMIT, 0u);
+        const int n = full.last_nodes;
+        if (full.last_status != TSIM_OPTIMAL_SOLVED || n < 2) {
+            rig_stop(&big);
+            tsim_record_free(&rec);
+            continue; /* trivial, or proven at the root: no edge to test */
+        }
+        tried++;
+        rig exact, short_by_one;
+        cr_assert_eq(rig_try(&exact, "optimal", 4, 12, 2, 2, 0.001, n, &err), 0, "%s", err.msg);
+        cr_assert_eq(rig_try(&short_by_one, "optimal", 4, 12, 2, 2, 0.001, n - 1, &err), 0, "%s", err.msg);
+        rig_plan(&exact, &rec);
+        rig_plan(&short_by_one, &rec);
+        tsim_optimal_stats at_n = stats(&exact), below = stats(&short_by_one);
+        cr_assert_eq(at_n.last_status, TSIM_OPTIMAL_SOLVED, "trial %d: budget %d = what it needs, status %d", trial,
+                     n, at_n.last_status);
+        cr_assert_eq(at_n.last_nodes, n);
+        cr_assert(tsim_plan_equal(&exact.plan, &big.plan), "trial %d: same search, different plan", trial);
+        cr_assert(below.last_status == TSIM_OPTIMAL_NODE_LIMIT || below.last_status == TSIM_OPTIMAL_NO_SOLUTION,
+                  "trial %d: budget %d < %d needed, status %d", trial, n - 1, n, below.last_status);
+        cr_assert_eq(below.last_nodes, n - 1);
+        cr_assert(short_by_one.plan.notes & TSIM_NOTE_NODE_LIMIT);
+        rig_stop(&exact);
+        rig_stop(&short_by_one);
+        rig_stop(&big);
         tsim_record_free(&rec);
     }
-    tsim_optimal_stats st = stats(&g);
-    cr_assert_eq(st.records, 6);
-    cr_assert_eq(st.solved + st.time_limit + st.no_solution, 6);
-    cr_assert_eq(st.time_limit + st.no_solution, cut);
-    cr_assert(cut > 0, "a 1 ms limit never cut a 448-binary search short");
-    rig_stop(&g);
+    cr_assert(tried >= 3, "only %d records needed more than the root", tried);
+}
+
+/* ---- the same plans at any -j, under any load ---- */
+
+enum { DET_RECORDS = 5, DET_LIMIT = 150 };
+
+typedef struct {
+    const tsim_record *recs;
+    int first;                    /* plans the records starting here, wrapping */
+    tsim_plan plans[DET_RECORDS]; /* by record index */
+    int nodes[DET_RECORDS];
+    int status[DET_RECORDS];
+    char error[TSIM_ERROR_MSG_MAX];
+} det_job;
+
+static volatile int det_stop_burning;
+
+/* A thread that only eats CPU: the load a busy machine or a wide -j puts on
+ * every planner thread. */
+static void *det_burn(void *arg)
+{
+    (void)arg;
+    volatile double x = 1.0;
+    while (!det_stop_burning)
+        for (int i = 0; i < 100000; i++)
+            x = x * 1.0000001 + 1e-9;
+    return NULL;
+}
+
+/* One planner on its own thread (as a grid point under -j): no criterion
+ * asserts here, the main thread checks. */
+static void *det_plan_all(void *arg)
+{
+    det_job *job = arg;
+    tsim_topology topo;
+    tsim_planner p = {0};
+    tsim_error err = {0};
+    if (tsim_topology_init(&topo, 8, 64, 4, 2, NULL, &err)) {
+        snprintf(job->error, sizeof job->error, "topology: %s", err.msg);
+        return NULL;
+    }
+    p.desc = tsim_planner_find("optimal");
+    snprintf(p.label, sizeof p.label, "optimal");
+    tsim_planner_options_default(&p.opts);
+    p.opts.optimal.mu = 0.0001;
+    p.opts.optimal.node_limit = DET_LIMIT;
+    if (tsim_planner_start(&p, &topo, &err)) {
+        snprintf(job->error, sizeof job->error, "start: %s", err.msg);
+        tsim_topology_free(&topo);
+        return NULL;
+    }
+    for (int k = 0; k < DET_RECORDS; k++) {
+        const int i = (job->first + k) % DET_RECORDS;
+        if (p.desc->plan(p.state, &job->recs[i], &job->plans[i], &err)) {
+            snprintf(job->error, sizeof job->error, "record %d: %s", i, err.msg);
+            break;
+        }
+        tsim_optimal_stats st;
+        tsim_optimal_stats_get(p.state, &st);
+        job->nodes[i] = st.last_nodes;
+        job->status[i] = st.last_status;
+    }
+    tsim_planner_stop(&p);
+    tsim_topology_free(&topo);
+    return NULL;
+}
+
+static void det_job_init(det_job *job, const tsim_record *recs, int first)
+{
+    memset(job, 0, sizeof *job);
+    job->recs = recs;
+    job->first = first;
+    tsim_error err = {0};
+    for (int i = 0; i < DET_RECORDS; i++)
+        cr_assert_eq(tsim_plan_init(&job->plans[i], 8, 16, &err), 0);
+}
+
+static void det_job_free(det_job *job)
+{
+    for (int i = 0; i < DET_RECORDS; i++)
+        tsim_plan_free(&job->plans[i]);
+}
+
+/* Records the budget cuts short, planned once alone and then by many planner
+ * threads at once beside threads that only burn CPU: every thread gets the
+ * plan, the status and the subproblem count of the quiet run. (A wall-clock
+ * limit fails this: a loaded thread gets less far in the same time and keeps
+ * a different incumbent.) */
+Test(optimal, same_plans_under_parallel_load, .timeout = 600)
+{
+    uint64_t seed = 0x5eed0007;
+    tsim_record recs[DET_RECORDS];
+    for (int i = 0; i < DET_RECORDS; i++)
+        hard_record(&seed, &recs[i]);
+
+    det_job quiet;
+    det_job_init(&quiet, recs, 0);
+    det_plan_all(&quiet);
+    cr_assert_str_eq(quiet.error, "");
+    int cut = 0;
+    for (int i = 0; i < DET_RECORDS; i++)
+        cut += quiet.status[i] == TSIM_OPTIMAL_NODE_LIMIT || quiet.status[i] == TSIM_OPTIMAL_NO_SOLUTION;
+    cr_assert(cut >= 3, "the budget cut only %d of %d records: the test would show nothing", cut, DET_RECORDS);
+
+    int cpus = tsim_cpu_count();
+    cpus = cpus < 1 ? 1 : (cpus > 16 ? 16 : cpus);
+    const int planners = 2 * cpus + 2, burners = cpus;
+    det_job *jobs = calloc((size_t)planners, sizeof *jobs);
+    pthread_t *tid = calloc((size_t)(planners + burners), sizeof *tid);
+    cr_assert(jobs && tid);
+    det_stop_burning = 0;
+    for (int b = 0; b < burners; b++)
+        cr_assert_eq(pthread_create(&tid[planners + b], NULL, det_burn, NULL), 0);
+    for (int t = 0; t < planners; t++) {
+        det_job_init(&jobs[t], recs, t % DET_RECORDS);
+        cr_assert_eq(pthread_create(&tid[t], NULL, det_plan_all, &jobs[t]), 0);
+    }
+    for (int t = 0; t < planners; t++)
+        pthread_join(tid[t], NULL);
+    det_stop_burning = 1;
+    for (int b = 0; b < burners; b++)
+        pthread_join(tid[planners + b], NULL);
+
+    for (int t = 0; t < planners; t++) {
+        cr_assert_str_eq(jobs[t].error, "", "thread %d: %s", t, jobs[t].error);
+        for (int i = 0; i < DET_RECORDS; i++) {
+            cr_assert_eq(jobs[t].status[i], quiet.status[i], "thread %d record %d: status %d, alone %d", t, i,
+                         jobs[t].status[i], quiet.status[i]);
+            cr_assert_eq(jobs[t].nodes[i], quiet.nodes[i], "thread %d record %d: %d subproblems, alone %d", t, i,
+                         jobs[t].nodes[i], quiet.nodes[i]);
+            cr_assert(tsim_plan_equal(&jobs[t].plans[i], &quiet.plans[i]),
+                      "thread %d record %d: a different plan under load", t, i);
+            cr_assert_eq(jobs[t].plans[i].notes, quiet.plans[i].notes);
+        }
+        det_job_free(&jobs[t]);
+    }
+    det_job_free(&quiet);
+    free(jobs);
+    free(tid);
+    for (int i = 0; i < DET_RECORDS; i++)
+        tsim_record_free(&recs[i]);
 }

@@ -1,80 +1,21 @@
 /* taotsim plot: the data files of every study, exactly; the scripts' generated
- * variables; rendering through gnuplot (when installed); a missing gnuplot;
- * malformed results, which must write nothing. */
+ * variables; a missing or failing gnuplot; malformed results, which must write
+ * nothing. Rendering images through gnuplot is test_plot_render.c (skipped as
+ * a whole where gnuplot is missing). */
 #include <criterion/criterion.h>
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "plot.h"
-
-static const char *source_root(void)
-{
-    const char *root = getenv("TSIM_SOURCE_ROOT");
-    cr_assert(root && root[0], "TSIM_SOURCE_ROOT is not set (run through meson test)");
-    return root;
-}
-
-static cJSON *load(const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/data/plot/%s", source_root(), name);
-    cJSON *root = NULL;
-    tsim_error err = {0};
-    cr_assert_eq(tsim_plot_read_json(path, &root, &err), TSIM_OK, "%s", err.msg);
-    return root;
-}
-
-static void make_tmpdir(char *dir, size_t size)
-{
-    snprintf(dir, size, "/tmp/tsim_plot_test.XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-/* Removes a flat directory of files (what a plot call writes). */
-static void remove_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
-static char *slurp(const char *path, size_t *len_out)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
-    buf[len] = '\0';
-    fclose(f);
-    if (len_out)
-        *len_out = (size_t)len;
-    return buf;
-}
+#include "plot_fixture.h"
 
 static void expect_file(const char *dir, const char *name, const char *want)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *got = slurp(path, NULL);
+    char *got = tsim_plot_test_slurp(path, NULL);
     cr_assert_str_eq(got, want, "%s differs", name);
     free(got);
 }
@@ -83,38 +24,16 @@ static bool file_contains(const char *dir, const char *name, const char *needle)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *got = slurp(path, NULL);
+    char *got = tsim_plot_test_slurp(path, NULL);
     bool found = strstr(got, needle) != NULL;
     free(got);
     return found;
 }
 
-static bool exists(const char *dir, const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    struct stat st;
-    return stat(path, &st) == 0;
-}
-
-/* The number of entries in dir, "." and ".." aside. */
-static int count_entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    cr_assert_not_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            n++;
-    closedir(d);
-    return n;
-}
-
 /* Writes data and scripts only (no gnuplot) and checks the list of files. */
 static void write_data(const char *json, const char *dir, const char *const *want_files, size_t n_want)
 {
-    cJSON *root = load(json);
+    cJSON *root = tsim_plot_test_load(json);
     tsim_plot_files files;
     tsim_error err = {0};
     cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, &files, &err), TSIM_OK, "%s", err.msg);
@@ -125,7 +44,7 @@ static void write_data(const char *json, const char *dir, const char *const *wan
         cr_assert_str_eq(files.paths[i], want);
     }
     cr_assert(!files.rendered);
-    cr_assert_eq(count_entries(dir), (int)n_want, "temporary files left behind");
+    cr_assert_eq(tsim_plot_test_count_entries(dir), (int)n_want, "temporary files left behind");
     tsim_plot_files_free(&files);
     cJSON_Delete(root);
 }
@@ -133,7 +52,7 @@ static void write_data(const char *json, const char *dir, const char *const *wan
 Test(plot, replay_data)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
+    tsim_plot_test_tmpdir(dir, sizeof dir);
     static const char *const files[] = {"replay.dat", "replay.gp"};
     write_data("replay.json", dir, files, 2);
     expect_file(dir, "replay.dat",
@@ -149,7 +68,7 @@ Test(plot, replay_data)
     /* The terminal settings and the template follow the variables. */
     cr_assert(file_contains(dir, "replay.gp", "set terminal pngcairo"));
     cr_assert(file_contains(dir, "replay.gp", "set ylabel \"imbalance (max load - mean) / mean (%)\""));
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
 Test(plot, replay_records_after_the_record_count)
@@ -161,7 +80,7 @@ Test(plot, replay_records_after_the_record_count)
                               "{\"record\":5,\"rho_before\":0.125,\"rho_after\":0}]}]}");
     cr_assert_not_null(root);
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
+    tsim_plot_test_tmpdir(dir, sizeof dir);
     tsim_error err = {0};
     cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
     expect_file(dir, "replay.dat",
@@ -170,13 +89,13 @@ Test(plot, replay_records_after_the_record_count)
                 "4 50 25\n"
                 "5 12.5 0\n");
     cJSON_Delete(root);
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
 Test(plot, table1_data)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
+    tsim_plot_test_tmpdir(dir, sizeof dir);
     static const char *const files[] = {"table1.dat", "table1_weighted.gp", "table1_residual.gp"};
     write_data("table1.json", dir, files, 3);
     expect_file(dir, "table1.dat",
@@ -193,13 +112,13 @@ Test(plot, table1_data)
                             "XTICS = '(\"EP16 10%%\" 0, \"EP16 70%%\" 1, \"EP32 10%%\" 2)'\nPAPER = \"1 2\"\n"));
     cr_assert(file_contains(dir, "table1_residual.gp", "DATA = \"table1.dat\""));
     cr_assert(!file_contains(dir, "table1_residual.gp", "PAPER ="));
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
 Test(plot, ablation_data)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
+    tsim_plot_test_tmpdir(dir, sizeof dir);
     static const char *const files[] = {"ablation.dat", "ablation.gp"};
     write_data("ablation.json", dir, files, 2);
     expect_file(dir, "ablation.dat",
@@ -213,18 +132,18 @@ Test(plot, ablation_data)
     cr_assert(file_contains(dir, "ablation.gp",
                             "NG = 3\nXTICS = '(\"flow hint off\\ncomm cost off\" 0, \"flow hint off\\ncomm cost on\" "
                             "1, \"flow hint on\\ncomm cost on\" 2)'\nPAPER = \"1 2 3\"\n"));
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
 Test(plot, ablation_with_several_planners_names_them)
 {
-    cJSON *root = load("ablation.json");
+    cJSON *root = tsim_plot_test_load("ablation.json");
     cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results");
     cJSON *copy = cJSON_Duplicate(cJSON_GetArrayItem(results, 2), 1);
     cJSON_ReplaceItemInObjectCaseSensitive(copy, "planner", cJSON_CreateString("taot split"));
     cJSON_AddItemToArray(results, copy);
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
+    tsim_plot_test_tmpdir(dir, sizeof dir);
     tsim_error err = {0};
     cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
     /* The space in the label becomes '_': labels go into gnuplot word lists. */
@@ -233,13 +152,13 @@ Test(plot, ablation_with_several_planners_names_them)
     cr_assert(file_contains(dir, "ablation.gp", "\"taot:\\nflow hint off\\ncomm cost off\" 0, "));
     cr_assert(file_contains(dir, "ablation.gp", ", \"taot_split:\\nflow hint on\\ncomm cost on\" 3)'\n"));
     cJSON_Delete(root);
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
 Test(plot, sweep_data)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
+    tsim_plot_test_tmpdir(dir, sizeof dir);
     static const char *const files[] = {"sweep_lp3.dat", "sweep_lp10.dat", "sweep_lp3.gp", "sweep_lp10.gp"};
     write_data("sweep.json", dir, files, 4);
     expect_file(dir, "sweep_lp3.dat",
@@ -261,13 +180,13 @@ Test(plot, sweep_data)
                             "PLANNERS = \"taot lplb\"\nNP = 2\nBE_X1 = 3.83\nBE_LABEL1 = \"λ* taot/lplb = 3.83\"\n"
                             "NBE = 1\n"));
     cr_assert(file_contains(dir, "sweep_lp10.gp", "PLANNERS = \"taot\"\nNP = 1\nNBE = 0\n"));
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
 Test(plot, scaling_data)
 {
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
+    tsim_plot_test_tmpdir(dir, sizeof dir);
     static const char *const files[] = {
         "scaling_ep.dat",           "scaling_imbalance.dat",          "scaling_slots.dat",
         "scaling_ep_residual.gp",   "scaling_ep_weighted.gp",         "scaling_imbalance_residual.gp",
@@ -296,123 +215,17 @@ Test(plot, scaling_data)
                             "std)\"\nXLABEL = \"EP size (ranks)\"\nLOGX = 1\nPLANNERS = \"taot echo\"\n"));
     cr_assert(file_contains(dir, "scaling_imbalance_residual.gp",
                             "XLABEL = \"initial imbalance (%)\"\nLOGX = 0\nPLANNERS = \"taot\"\nNP = 1\n"));
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
-/* ---------- rendering ---------- */
+/* ---------- without gnuplot ---------- */
 
-static bool have_gnuplot(void)
-{
-    return system("command -v gnuplot >/dev/null 2>&1") == 0;
-}
-
-static void expect_png(const char *dir, const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    size_t len = 0;
-    char *buf = slurp(path, &len);
-    cr_assert(len > 1000, "%s: only %zu bytes", name, len);
-    cr_assert(memcmp(buf, "\x89PNG\r\n\x1a\n", 8) == 0, "%s is not a PNG", name);
-    free(buf);
-}
-
-static void expect_svg(const char *dir, const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    char *buf = slurp(path, NULL);
-    cr_assert(strstr(buf, "<svg") != NULL, "%s is not an SVG", name);
-    free(buf);
-}
-
-static void render_study(const char *json, const char *const *figures, size_t n)
-{
-    if (!have_gnuplot())
-        cr_skip_test("gnuplot is not installed");
-    char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    cJSON *root = load(json);
-    tsim_plot_files files;
-    tsim_error err = {0};
-    FILE *log = tmpfile();
-    cr_assert_not_null(log);
-    cr_assert_eq(tsim_plot_write(root, dir, TSIM_PLOT_BOTH, log, &files, &err), TSIM_OK, "%s", err.msg);
-    cr_assert(files.rendered);
-    /* gnuplot had nothing to say: no warnings from the templates. */
-    fflush(log);
-    cr_assert_eq(ftell(log), 0L, "gnuplot printed warnings for %s", json);
-    fclose(log);
-    for (size_t i = 0; i < n; i++) {
-        char name[256];
-        snprintf(name, sizeof name, "%s.png", figures[i]);
-        expect_png(dir, name);
-        snprintf(name, sizeof name, "%s.svg", figures[i]);
-        expect_svg(dir, name);
-    }
-    /* Images are listed after the data and scripts, PNG then SVG. */
-    char want[4096];
-    snprintf(want, sizeof want, "%s/%s.svg", dir, figures[n - 1]);
-    cr_assert_str_eq(files.paths[files.n - 1], want);
-    tsim_plot_files_free(&files);
-    cJSON_Delete(root);
-    remove_dir(dir);
-}
-
-Test(plot_render, replay)
-{
-    static const char *const figs[] = {"replay"};
-    render_study("replay.json", figs, 1);
-}
-
-Test(plot_render, table1)
-{
-    static const char *const figs[] = {"table1_weighted", "table1_residual"};
-    render_study("table1.json", figs, 2);
-}
-
-Test(plot_render, ablation)
-{
-    static const char *const figs[] = {"ablation"};
-    render_study("ablation.json", figs, 1);
-}
-
-Test(plot_render, sweep)
-{
-    static const char *const figs[] = {"sweep_lp3", "sweep_lp10"};
-    render_study("sweep.json", figs, 2);
-}
-
-Test(plot_render, scaling)
-{
-    static const char *const figs[] = {"scaling_ep_residual",        "scaling_ep_weighted",
-                                       "scaling_imbalance_residual", "scaling_imbalance_weighted",
-                                       "scaling_slots_residual",     "scaling_slots_weighted"};
-    render_study("scaling.json", figs, 6);
-}
-
-Test(plot_render, png_only_writes_no_svg)
-{
-    if (!have_gnuplot())
-        cr_skip_test("gnuplot is not installed");
-    char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    cJSON *root = load("ablation.json");
-    tsim_error err = {0};
-    cr_assert_eq(tsim_plot_result(root, dir, TSIM_PLOT_PNG, NULL, &err), TSIM_OK, "%s", err.msg);
-    expect_png(dir, "ablation.png");
-    cr_assert(!exists(dir, "ablation.svg"));
-    cr_assert_eq(count_entries(dir), 3);
-    cJSON_Delete(root);
-    remove_dir(dir);
-}
-
-Test(plot_render, missing_gnuplot_writes_data_and_says_how)
+Test(plot_no_gnuplot, missing_gnuplot_writes_data_and_says_how)
 {
     setenv("TAOTSIM_GNUPLOT", "/nonexistent/gnuplot", 1);
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    cJSON *root = load("table1.json");
+    tsim_plot_test_tmpdir(dir, sizeof dir);
+    cJSON *root = tsim_plot_test_load("table1.json");
     tsim_plot_files files;
     tsim_error err = {0};
     FILE *log = tmpfile();
@@ -420,8 +233,8 @@ Test(plot_render, missing_gnuplot_writes_data_and_says_how)
     cr_assert_eq(tsim_plot_write(root, dir, TSIM_PLOT_BOTH, log, &files, &err), TSIM_OK, "%s", err.msg);
     cr_assert(!files.rendered);
     cr_assert_eq(files.n, 3);
-    cr_assert(exists(dir, "table1.dat") && exists(dir, "table1_weighted.gp") && exists(dir, "table1_residual.gp"));
-    cr_assert(!exists(dir, "table1_weighted.png"));
+    cr_assert(tsim_plot_test_exists(dir, "table1.dat") && tsim_plot_test_exists(dir, "table1_weighted.gp") && tsim_plot_test_exists(dir, "table1_residual.gp"));
+    cr_assert(!tsim_plot_test_exists(dir, "table1_weighted.png"));
     char said[2048] = "";
     rewind(log);
     size_t n = fread(said, 1, sizeof said - 1, log);
@@ -436,16 +249,16 @@ Test(plot_render, missing_gnuplot_writes_data_and_says_how)
     cr_assert_str_eq(said, want);
     tsim_plot_files_free(&files);
     cJSON_Delete(root);
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
-Test(plot_render, missing_gnuplot_on_path)
+Test(plot_no_gnuplot, missing_gnuplot_on_path)
 {
     unsetenv("TAOTSIM_GNUPLOT");
     setenv("PATH", "/nonexistent", 1);
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    cJSON *root = load("ablation.json");
+    tsim_plot_test_tmpdir(dir, sizeof dir);
+    cJSON *root = tsim_plot_test_load("ablation.json");
     FILE *log = tmpfile();
     tsim_error err = {0};
     cr_assert_eq(tsim_plot_result(root, dir, TSIM_PLOT_PNG, log, &err), TSIM_OK, "%s", err.msg);
@@ -455,28 +268,28 @@ Test(plot_render, missing_gnuplot_on_path)
     said[n] = '\0';
     fclose(log);
     cr_assert(strncmp(said, "gnuplot not found on PATH: wrote the data files", 47) == 0, "%s", said);
-    cr_assert(exists(dir, "ablation.dat"));
+    cr_assert(tsim_plot_test_exists(dir, "ablation.dat"));
     cJSON_Delete(root);
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
-Test(plot_render, a_failing_gnuplot_is_an_error_and_leaves_no_image)
+Test(plot_no_gnuplot, a_failing_gnuplot_is_an_error_and_leaves_no_image)
 {
     /* "false" runs and fails, as a broken gnuplot would. */
     setenv("TAOTSIM_GNUPLOT", "/bin/false", 1);
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
-    cJSON *root = load("ablation.json");
+    tsim_plot_test_tmpdir(dir, sizeof dir);
+    cJSON *root = tsim_plot_test_load("ablation.json");
     tsim_error err = {0};
     cr_assert_eq(tsim_plot_result(root, dir, TSIM_PLOT_PNG, NULL, &err), TSIM_E_INTERNAL);
     char want[512];
     snprintf(want, sizeof want, "gnuplot failed on %s/ablation.gp (exit status 1, no output): no message", dir);
     cr_assert_str_eq(err.msg, want);
-    cr_assert(!exists(dir, "ablation.png"));
+    cr_assert(!tsim_plot_test_exists(dir, "ablation.png"));
     /* The data and the script are there; no temporary file is left. */
-    cr_assert_eq(count_entries(dir), 2);
+    cr_assert_eq(tsim_plot_test_count_entries(dir), 2);
     cJSON_Delete(root);
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
 /* ---------- bad input ---------- */
@@ -487,16 +300,16 @@ static void expect_bad(const char *json, const char *want_msg)
     cJSON *root = cJSON_Parse(json);
     cr_assert_not_null(root, "test JSON does not parse: %s", json);
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
+    tsim_plot_test_tmpdir(dir, sizeof dir);
     char out[128];
     snprintf(out, sizeof out, "%s/out", dir);
     tsim_error err = {0};
     cr_assert_eq(tsim_plot_write_named(root, "r.json", out, TSIM_PLOT_PNG, NULL, NULL, &err), TSIM_E_INPUT,
                  "accepted: %s", json);
     cr_assert_str_eq(err.msg, want_msg);
-    cr_assert(!exists(dir, "out"), "output directory created for bad input");
+    cr_assert(!tsim_plot_test_exists(dir, "out"), "output directory created for bad input");
     cJSON_Delete(root);
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
 #define HEAD "\"tool\":\"taotsim\",\"version\":\"0\",\"command\":\"taotsim x\""
@@ -583,38 +396,38 @@ Test(plot_bad, duplicates)
 Test(plot_bad, study_from_the_command_when_the_field_is_missing)
 {
     /* Results written before "study" existed: the subcommand names it. */
-    cJSON *root = load("ablation.json");
+    cJSON *root = tsim_plot_test_load("ablation.json");
     cJSON_DeleteItemFromObjectCaseSensitive(root, "study");
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
+    tsim_plot_test_tmpdir(dir, sizeof dir);
     tsim_error err = {0};
     cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
-    cr_assert(exists(dir, "ablation.dat"));
+    cr_assert(tsim_plot_test_exists(dir, "ablation.dat"));
     cJSON_Delete(root);
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
 Test(plot_bad, missing_templates_write_nothing)
 {
     setenv("TAOTSIM_PLOTS_DIR", "/nonexistent/plots", 1);
     char dir[64];
-    make_tmpdir(dir, sizeof dir);
+    tsim_plot_test_tmpdir(dir, sizeof dir);
     char out[128];
     snprintf(out, sizeof out, "%s/out", dir);
-    cJSON *root = load("table1.json");
+    cJSON *root = tsim_plot_test_load("table1.json");
     tsim_error err = {0};
     cr_assert_eq(tsim_plot_result(root, out, TSIM_PLOT_PNG, NULL, &err), TSIM_E_INPUT);
     cr_assert_str_eq(err.msg, "cannot read the plot template /nonexistent/plots/terminal.gp: No such file or "
                               "directory (set TAOTSIM_PLOTS_DIR to the plots/ directory of the taotsim sources)");
-    cr_assert(!exists(dir, "out"));
+    cr_assert(!tsim_plot_test_exists(dir, "out"));
     cJSON_Delete(root);
-    remove_dir(dir);
+    tsim_plot_test_remove_dir(dir);
 }
 
 Test(plot_bad, read_json_errors)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/tests/data/plot/not_json.json", source_root());
+    snprintf(path, sizeof path, "%s/tests/data/plot/not_json.json", tsim_plot_test_root());
     cJSON *root = (cJSON *)&root;
     tsim_error err = {0};
     cr_assert_eq(tsim_plot_read_json(path, &root, &err), TSIM_E_INPUT);

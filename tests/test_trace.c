@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -252,7 +254,7 @@ Test(trace, rebucket)
     cr_assert_eq(n, 6);
     const int eps[] = {2, 8, 16, 1};
     for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
-        tsim_read_options o = {eps[i], 0, NULL};
+        tsim_read_options o = {.ep = eps[i], .ranks_per_node = 0, .dataset = NULL};
         tsim_error err;
         tsim_reader *r;
         cr_assert_eq(tsim_reader_open(&r, tiny, &o, &err), 0, "%s", err.msg);
@@ -280,7 +282,7 @@ Test(trace, rebucket)
         tsim_reader_close(r);
     }
     /* the same EP as the file is not a rebucketing */
-    tsim_read_options same = {4, 3, NULL};
+    tsim_read_options same = {.ep = 4, .ranks_per_node = 3, .dataset = NULL};
     tsim_error err;
     tsim_reader *r;
     cr_assert_eq(tsim_reader_open(&r, tiny, &same, &err), 0, "%s", err.msg);
@@ -288,7 +290,7 @@ Test(trace, rebucket)
     cr_assert_eq(tsim_reader_header(r)->ranks_per_node, 3, "--rpn overrides");
     tsim_reader_close(r);
 
-    tsim_read_options bad = {3, 0, NULL};
+    tsim_read_options bad = {.ep = 3, .ranks_per_node = 0, .dataset = NULL};
     cr_assert_eq(tsim_reader_open(&r, tiny, &bad, &err), TSIM_E_INPUT);
     char want[4200];
     snprintf(want, sizeof want, "%s: experts 16 is not divisible by --ep 3", tiny);
@@ -307,7 +309,7 @@ Test(trace, rebucket_drops_home)
     cr_assert_not_null(home);
     cr_assert(home[0] == 1 && home[1] == 0 && home[2] == 0 && home[3] == 1);
     tsim_reader_close(r);
-    tsim_read_options o = {4, 0, NULL};
+    tsim_read_options o = {.ep = 4, .ranks_per_node = 0, .dataset = NULL};
     cr_assert_eq(tsim_reader_open(&r, "home.json", &o, &err), 0, "%s", err.msg);
     cr_assert_null(tsim_reader_header(r)->home, "the home map names ranks of the old EP size");
     const tsim_record *rec;
@@ -387,7 +389,7 @@ Test(trace, writer_output_shape)
     free(text);
 
     /* the dataset tag reads back, and filters */
-    tsim_read_options o = {0, 0, "a\"b"};
+    tsim_read_options o = {.ep = 0, .ranks_per_node = 0, .dataset = "a\"b"};
     int64_t records;
     cr_assert_eq(read_all("w.jsonl", &o, &records, &err), 0, "%s", err.msg);
     cr_assert_eq(records, 1);
@@ -468,7 +470,7 @@ Test(trace, fast_path_matches_cjson)
 Test(trace, csv_import)
 {
     const char *csv = source_path("tests/data/trace/routing.csv");
-    tsim_read_options o = {4, 2, NULL};
+    tsim_read_options o = {.ep = 4, .ranks_per_node = 2, .dataset = NULL};
     tsim_error err;
     tsim_reader *r;
     cr_assert_eq(tsim_reader_open(&r, csv, &o, &err), 0, "%s", err.msg);
@@ -499,11 +501,11 @@ Test(trace, csv_import)
     cr_assert_eq(n, 5);
     tsim_reader_close(r);
 
-    tsim_read_options f = {2, 0, "gsm8k"};
+    tsim_read_options f = {.ep = 2, .ranks_per_node = 0, .dataset = "gsm8k"};
     int64_t records;
     cr_assert_eq(read_all(csv, &f, &records, &err), 0, "%s", err.msg);
     cr_assert_eq(records, 3);
-    tsim_read_options none = {2, 0, "nope"};
+    tsim_read_options none = {.ep = 2, .ranks_per_node = 0, .dataset = "nope"};
     cr_assert_eq(read_all(csv, &none, &records, &err), TSIM_E_INPUT);
     cr_assert(strstr(err.msg, "routing.csv: no records with dataset \"nope\" (of 5 records)"));
 
@@ -516,11 +518,11 @@ Test(trace, csv_import)
 
 Test(trace, csv_errors)
 {
-    tsim_read_options ep2 = {2, 0, NULL};
+    tsim_read_options ep2 = {.ep = 2, .ranks_per_node = 0, .dataset = NULL};
     expect_error("a.csv", CSVH "d,0,0,1,2,3,4\n",
                  "a.csv: a CSV trace carries no EP size: give --ep N (the number of ranks, dividing the number of "
                  "experts)");
-    tsim_read_options ep3 = {3, 0, NULL};
+    tsim_read_options ep3 = {.ep = 3, .ranks_per_node = 0, .dataset = NULL};
     expect_error_opts("b.csv", CSVH "d,0,0,1,2,3,4\n", &ep3,
                       "b.csv: experts 4 (CSV columns) is not divisible by --ep 3");
     expect_error_opts("c.csv", CSVH "d,0,0,1,-2,3,4\n", &ep2,
@@ -537,7 +539,7 @@ Test(trace, csv_errors)
                       "h.csv:3: record 2: row has 6 fields, expected 7 (as in the header)");
     expect_error_opts("i.csv", "dataset,iter,layer_idx,0,1\n", &ep2,
                       "i.csv:1:9: CSV header: column 2 is \"iter\", expected \"iteration\" (the header is "
-                      "\"[index,]dataset,iteration,layer_idx,0,1,...\")");
+                      "\"[index,]TAG,iteration,layer_idx[,rank],0,1,...\" (TAG: any name))");
     expect_error_opts("j.csv", "dataset,iteration,layer_idx,0,2\n", &ep2,
                       "j.csv:1:31: CSV header: column 5 is \"2\", expected expert \"1\"");
     expect_error_opts("k.csv", CSVH "d,-1,0,1,2,3,4\n", &ep2,
@@ -550,8 +552,8 @@ Test(trace, csv_errors)
     expect_error_opts("p.csv", CSVH "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa,0,0,1,2,3,4\n", &ep2,
                       "p.csv:2:1: record 1: \"dataset\" is longer than 63 bytes");
     expect_error_opts("q.csv", "index,dataset,iteration\n", &ep2,
-                      "q.csv:1: CSV header: expected \"[index,]dataset,iteration,layer_idx,0,1,...\", the row ends "
-                      "before \"layer_idx\"");
+                      "q.csv:1: CSV header: expected \"[index,]TAG,iteration,layer_idx[,rank],0,1,...\" (TAG: any "
+                      "name), the row ends before \"layer_idx\"");
     expect_error_opts("r.csv", "dataset,iteration,layer_idx\n", &ep2,
                       "r.csv:1: CSV header: no expert columns after \"layer_idx\"");
     expect_error_opts("n.csv", "", &ep2, "n.csv:1: expected the CSV header row on line 1");
@@ -567,7 +569,7 @@ Test(trace, csv_errors)
 Test(trace, crlf_gzip_csv_and_progress)
 {
     write_gz("r.csv.gz", "index,dataset,iteration,layer_idx,0,1\r\n0,x,0,0,3,1\r\n1,x,0,1,0,2\r\n");
-    tsim_read_options o = {2, 0, NULL};
+    tsim_read_options o = {.ep = 2, .ranks_per_node = 0, .dataset = NULL};
     tsim_error err;
     int64_t records;
     cr_assert_eq(read_all("r.csv.gz", &o, &records, &err), 0, "%s", err.msg);
@@ -724,7 +726,7 @@ Test(trace, limits_before_allocation)
         fprintf(f, ",%d", e);
     fputs("\n", f);
     fclose(f);
-    tsim_read_options o = {1, 0, NULL};
+    tsim_read_options o = {.ep = 1, .ranks_per_node = 0, .dataset = NULL};
     tsim_error err;
     cr_assert_eq(read_all("wide.csv", &o, NULL, &err), TSIM_E_INPUT);
     cr_assert_str_eq(err.msg, "wide.csv:1: CSV header: 65537 expert columns, above the limit of 65536");
@@ -988,7 +990,7 @@ Test(trace, prefixes_and_mutations_never_crash)
     mutate_all("m.jsonl", lines, n);
     free(lines);
     char *csv = slurp(source_path("tests/data/trace/routing.csv"), &n);
-    tsim_read_options o = {4, 0, NULL};
+    tsim_read_options o = {.ep = 4, .ranks_per_node = 0, .dataset = NULL};
     tsim_error err;
     for (size_t cut = 0; cut <= n; cut++) {
         rewrite("m.csv", csv, cut);
@@ -996,6 +998,271 @@ Test(trace, prefixes_and_mutations_never_crash)
         cr_assert(rc == 0 || rc == TSIM_E_INPUT, "csv cut at %zu: %s", cut, err.msg);
     }
     free(csv);
+}
+
+/* ---- issue 10: NUL bytes, strict JSON, the document size limit, CSV tags --- */
+
+static void write_bytes(const char *name, const char *data, size_t n)
+{
+    FILE *f = fopen(name, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(data, 1, n, f), n);
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* Content with NUL bytes: the length comes from the array, not strlen. */
+#define EXPECT_BYTES(name, text, opts, message)                                                                        \
+    do {                                                                                                               \
+        static const char content_[] = text;                                                                           \
+        write_bytes(name, content_, sizeof content_ - 1);                                                              \
+        tsim_error err_;                                                                                               \
+        int rc_ = read_all(name, opts, NULL, &err_);                                                                   \
+        cr_assert_eq(rc_, TSIM_E_INPUT, "%s: status %d (%s)", name, rc_, err_.msg);                                    \
+        cr_assert_str_eq(err_.msg, message);                                                                           \
+    } while (0)
+
+#define NUL_MSG "NUL byte (text has none: is the file binary or damaged?)"
+
+Test(trace, nul_byte_is_an_error_never_a_blank_line)
+{
+    tsim_read_options ep2 = {.ep = 2, .ranks_per_node = 0, .dataset = NULL};
+    /* a line that starts with NUL used to pass as blank: one record fewer, exit 0 */
+    EXPECT_BYTES("a.jsonl", HDR4 REC(0, 0) "\0" REC(0, 1), NULL, "a.jsonl:3:1: " NUL_MSG);
+    EXPECT_BYTES("b.jsonl", HDR4 "{\"microbatch\":0,\"la\0yer\":0,\"counts\":[[1,2,3,4],[5,6,7,8]]}\n", NULL,
+                 "b.jsonl:2:20: " NUL_MSG);
+    /* a NUL after a complete record: the fast path would have stopped there */
+    EXPECT_BYTES("c.jsonl", HDR4 "{\"microbatch\":0,\"layer\":0,\"counts\":[[1,2,3,4],[5,6,7,8]]}\0junk\n", NULL,
+                 "c.jsonl:2:58: " NUL_MSG);
+    EXPECT_BYTES("d.jsonl", "{\"format\":\"moe-routing-trace\"\0,\"version\":1}\n" REC(0, 0), NULL,
+                 "d.jsonl:1:30: " NUL_MSG);
+    EXPECT_BYTES("e.csv", CSVH "d,0,0,1,2,3,4\n\0d,0,1,1,2,3,4\n", &ep2, "e.csv:3:1: " NUL_MSG);
+    EXPECT_BYTES("f.csv", CSVH "d,0,0,1,2,3,4\nd,0,1,1,2\0,3,4\n", &ep2, "f.csv:3:10: " NUL_MSG);
+    EXPECT_BYTES("g.csv", "dataset,iteration,\0layer_idx,0,1,2,3\n", &ep2, "g.csv:1:19: " NUL_MSG);
+    /* JSON documents: in a record (fast path), between records, in the header */
+    EXPECT_BYTES("h.json",
+                 "{\"format\":\"moe-routing-trace\",\"version\":1,\"experts\":4,\"ep\":2,\"records\":[\n" REC(0, 0) ",\n"
+                 "{\"microbatch\":0,\"layer\":1,\"counts\":[[1,2,3,4],[5,6,7,\0]]}]}\n",
+                 NULL, "h.json:4:54: " NUL_MSG);
+    EXPECT_BYTES("i.json", "{\"format\":\"moe-routing-trace\",\"version\":1,\"experts\":4,\"ep\":2,\"records\":[\n" REC(0, 0) "\0]}\n",
+                 NULL, "i.json:3:1: " NUL_MSG);
+    EXPECT_BYTES("j.json", "\0{}", NULL, "j.json:1:1: " NUL_MSG);
+
+    /* .gz: the same, on the uncompressed text */
+    static const char text[] = HDR4 REC(0, 0) "\0" REC(0, 1);
+    gzFile g = gzopen("k.jsonl.gz", "wb");
+    cr_assert_not_null(g);
+    cr_assert_eq(gzwrite(g, text, sizeof text - 1), (int)(sizeof text - 1));
+    cr_assert_eq(gzclose(g), Z_OK);
+    tsim_error err;
+    cr_assert_eq(read_all("k.jsonl.gz", NULL, NULL, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "k.jsonl.gz:3:1: " NUL_MSG);
+    static const char csv[] = CSVH "\0d,0,0,1,2,3,4\n";
+    g = gzopen("l.csv.gz", "wb");
+    cr_assert_eq(gzwrite(g, csv, sizeof csv - 1), (int)(sizeof csv - 1));
+    cr_assert_eq(gzclose(g), Z_OK);
+    cr_assert_eq(read_all("l.csv.gz", &ep2, NULL, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "l.csv.gz:2:1: " NUL_MSG);
+}
+
+#define RECPFX "{\"microbatch\":0,\"layer\":0,\"counts\":[["
+#define DOCPFX "{\"format\":\"moe-routing-trace\",\"version\":1,\"experts\":4,\"ep\":2,"
+
+Test(trace, json_follows_rfc_8259)
+{
+    /* numbers: no leading zeros, nothing that turns into 0 or infinity */
+    expect_error("a.jsonl", HDR4 RECPFX "00012,2,3,4],[5,6,7,8]]}\n",
+                 "a.jsonl:2:38: record 1: malformed JSON: number 00012 has a leading zero (not allowed in JSON)");
+    expect_error("b.jsonl", HDR4 RECPFX "1e-400,2,3,4],[5,6,7,8]]}\n",
+                 "b.jsonl:2:38: record 1: malformed JSON: number 1e-400 is too small for a double (it would read "
+                 "as 0)");
+    expect_error("c.jsonl", HDR4 RECPFX "1,2,3,4],[5,6,7,1E400]]}\n",
+                 "c.jsonl:2:54: record 1: malformed JSON: number 1E400 is too large for a double");
+    expect_error("d.jsonl", "{\"format\":\"moe-routing-trace\",\"version\":01,\"experts\":4,\"ep\":2}\n",
+                 "d.jsonl:1:41: malformed JSON: number 01 has a leading zero (not allowed in JSON)");
+    expect_error("e.jsonl", HDR4 RECPFX "1.,2,3,4],[5,6,7,8]]}\n", "e.jsonl:2:40: record 1: malformed JSON near \",2,3,4],[5,6,7,8]]}\"");
+    expect_error("f.jsonl", HDR4 RECPFX "+1,2,3,4],[5,6,7,8]]}\n", "f.jsonl:2:38: record 1: malformed JSON near \"+1,2,3,4],[5,6,7,8]]}\"");
+    /* whitespace: space, tab, CR and LF only */
+    expect_error("g.jsonl", HDR4 "{\"microbatch\":0,\v\"layer\":0,\"counts\":[[1,2,3,4],[5,6,7,8]]}\n",
+                 "g.jsonl:2:17: record 1: malformed JSON: byte 0x0b is not JSON whitespace (only space, tab, CR and "
+                 "LF are)");
+    expect_error("h.jsonl", HDR4 REC(0, 0) "\x01" REC(0, 1),
+                 "h.jsonl:3:1: record 2: malformed JSON: byte 0x01 is not JSON whitespace (only space, tab, CR and LF "
+                 "are)");
+    expect_error("i.json", "{\"format\":\"moe-routing-trace\",\x01\"version\":1,\"experts\":4,\"ep\":2,\"records\":[]}",
+                 "i.json:1:31: malformed JSON: byte 0x01 is not JSON whitespace (only space, tab, CR and LF are)");
+    expect_error("j.json", DOCPFX "\"meta\":{\"a\":\f1},\"records\":[" REC(0, 0) "]}",
+                 "j.json:1:74: malformed JSON: byte 0x0c is not JSON whitespace (only space, tab, CR and LF are)");
+    expect_error("k.json", DOCPFX "\"records\":[\v" REC(0, 0) "]}",
+                 "k.json:1:73: record 1: malformed JSON: byte 0x0b is not JSON whitespace (only space, tab, CR and LF are)");
+    /* strings: no \u0000 (it cut "records\u0000x" to "records"), valid UTF-8 and escapes */
+    expect_error("l.json", DOCPFX "\"records\\u0000x\":[]}",
+                 "l.json:1:70: malformed JSON: \\u0000 (NUL) in a string is not supported");
+    expect_error("m.jsonl", HDR4 "{\"microbatch\\u0000\":0,\"layer\":0,\"counts\":[[1,2,3,4],[5,6,7,8]]}\n",
+                 "m.jsonl:2:13: record 1: malformed JSON: \\u0000 (NUL) in a string is not supported");
+    expect_error("n.jsonl", HDR4 "{\"microbatch\":0,\"layer\":0,\"dataset\":\"a\xff\",\"counts\":[[1,2,3,4],[5,6,7,8]]}\n",
+                 "n.jsonl:2:39: record 1: malformed JSON: invalid UTF-8 (byte 0xff) in a string");
+    expect_error("o.jsonl", HDR4 "{\"microbatch\":0,\"layer\":0,\"dataset\":\"a\\ud800\",\"counts\":[[1,2,3,4],[5,6,7,8]]}\n",
+                 "o.jsonl:2:39: record 1: malformed JSON: unpaired UTF-16 surrogate \\uD800 in a string");
+    expect_error("p.jsonl", HDR4 "{\"microbatch\":0,\"layer\":0,\"dataset\":\"a\tb\",\"counts\":[[1,2,3,4],[5,6,7,8]]}\n",
+                 "p.jsonl:2:39: record 1: malformed JSON: control character 0x09 in a string (JSON needs it escaped)");
+    expect_error("q.jsonl", HDR4 "{\"microbatch\":0,\"layer\":0,\"dataset\":\"a\\x\",\"counts\":[[1,2,3,4],[5,6,7,8]]}\n",
+                 "q.jsonl:2:39: record 1: malformed JSON: invalid escape \\x in a string");
+    expect_error("r.jsonl", HDR4 "{\"microbatch\":0,\"layer\":0,\"dataset\":\"\xed\xa0\x80\",\"counts\":[[1,2,3,4],[5,6,7,8]]}\n",
+                 "r.jsonl:2:38: record 1: malformed JSON: invalid UTF-8 (byte 0xed) in a string");
+    /* nesting is bounded */
+    char deep[2000];
+    int n = snprintf(deep, sizeof deep, "%s", "{\"format\":\"moe-routing-trace\",\"version\":1,\"experts\":4,\"ep\":2,\"meta\":{\"x\":");
+    for (int i = 0; i < 600; i++)
+        deep[n++] = '[';
+    deep[n++] = '\n';
+    deep[n] = '\0';
+    expect_error("s.jsonl", deep, "s.jsonl:1:584: malformed JSON: nested deeper than 512 levels");
+
+    /* what RFC 8259 allows still reads: escapes, UTF-8, surrogate pairs, exponents */
+    write_file("ok.jsonl", HDR4 "{\"microbatch\":0,\"layer\":0,\"dataset\":\"g\\u00e9 \xc3\xa9 \\ud83d\\ude00\\n\","
+                           "\"counts\":[[1e0,2.0E+0,3,4],[5,6,7,0.8e1]]}\r\n"
+                           "\t{ \"microbatch\" : 0 , \"layer\" : 1 , \"counts\" : [ [ 1 , 2 , 3 , 4 ] , [ 5 , 6 , 7 , 8 ] ] }\n");
+    tsim_reader *r;
+    tsim_error err;
+    cr_assert_eq(tsim_reader_open(&r, "ok.jsonl", NULL, &err), 0, "%s", err.msg);
+    const tsim_record *rec;
+    cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s", err.msg);
+    cr_assert_str_eq(rec->tag, "g\xc3\xa9 \xc3\xa9 \xf0\x9f\x98\x80\n");
+    cr_assert_eq(tsim_count(rec, 0, 1), 2);
+    cr_assert_eq(tsim_count(rec, 1, 3), 8);
+    cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s", err.msg);
+    cr_assert_eq(tsim_reader_next(r, &rec, &err), 0, "%s", err.msg);
+    tsim_reader_close(r);
+}
+
+Test(trace, json_document_size_limit)
+{
+    /* a regular file: refused from its size, before reading */
+    int fd = open("big.json", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(ftruncate(fd, (off_t)TSIM_JSON_DOC_MAX + 1), 0);
+    close(fd);
+    tsim_error err;
+    cr_assert_eq(read_all("big.json", NULL, NULL, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "big.json: a JSON document trace may be at most 256 MiB (this one has 268435457 bytes); "
+                              "convert it to JSON Lines (.jsonl), which streams");
+    unlink("big.json");
+    /* an endless input (it used to grow until memory ran out): stops at the limit */
+    if (access("/dev/zero", R_OK) != 0)
+        cr_skip_test("no /dev/zero");
+    cr_assert_eq(symlink("/dev/zero", "zero.json"), 0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cr_assert_eq(read_all("zero.json", NULL, NULL, &err), TSIM_E_INPUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cr_assert_str_eq(err.msg, "zero.json: a JSON document trace may be at most 256 MiB, and this input goes on beyond "
+                              "that; convert it to JSON Lines (.jsonl), which streams");
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    cr_assert_lt(secs, 10.0, "took %.1f s", secs);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    cr_assert_lt(ru.ru_maxrss, 600L * 1024, "peak RSS %ld KB", ru.ru_maxrss);
+}
+
+Test(trace, csv_any_tag_column)
+{
+    tsim_read_options ep2 = {.ep = 2, .ranks_per_node = 0, .dataset = NULL};
+    write_file("skew.csv", "skew,iteration,layer_idx,0,1,2,3\n0.5,0,0,1,2,3,4\n0.9,0,0,4,3,2,1\n");
+    tsim_reader *r;
+    tsim_error err;
+    cr_assert_eq(tsim_reader_open(&r, "skew.csv", &ep2, &err), 0, "%s", err.msg);
+    const tsim_trace_header *h = tsim_reader_header(r);
+    cr_assert_str_eq(cJSON_GetObjectItem(h->meta, "tag_column")->valuestring, "skew");
+    const tsim_record *rec;
+    cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s", err.msg);
+    cr_assert_str_eq(rec->tag, "0.5");
+    cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s", err.msg);
+    cr_assert_str_eq(rec->tag, "0.9");
+    cr_assert_eq(tsim_count(rec, 0, 0), 2);
+    tsim_reader_close(r);
+    /* the filter takes the tag column's values */
+    tsim_read_options only = {.ep = 2, .ranks_per_node = 0, .dataset = "0.9"};
+    int64_t records;
+    cr_assert_eq(read_all("skew.csv", &only, &records, &err), 0, "%s", err.msg);
+    cr_assert_eq(records, 1);
+    /* with an index column before it; "dataset" stays out of meta's tag_column */
+    write_file("idx.csv", ",setting,iteration,layer_idx,0,1\n0,a,0,0,1,2\n1,a,1,0,3,4\n");
+    cr_assert_eq(read_all("idx.csv", &ep2, &records, &err), 0, "%s", err.msg);
+    cr_assert_eq(records, 2);
+    cr_assert_eq(tsim_reader_open(&r, source_path("tests/data/trace/routing.csv"), &ep2, &err), 0, "%s", err.msg);
+    cr_assert_null(cJSON_GetObjectItem(tsim_reader_header(r)->meta, "tag_column"));
+    tsim_reader_close(r);
+
+    expect_error_opts("a.csv", "foo,skew,iteration,layer_idx,0,1\n", &ep2,
+                      "a.csv:1:1: CSV header: column 1 is \"foo\", expected an index column (\"index\", an empty name "
+                      "or \"Unnamed: 0\") before the tag column (the header is \"[index,]TAG,iteration,layer_idx[,rank],"
+                      "0,1,...\" (TAG: any name))");
+    expect_error_opts("b.csv", "skew,iteration,layer_idx,0,1\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx,0,0,1,2\n",
+                      &ep2, "b.csv:2:1: record 1: \"skew\" is longer than 63 bytes");
+}
+
+#define RANKH "dataset,iteration,layer_idx,rank,0,1,2,3\n"
+
+Test(trace, csv_rank_column)
+{
+    /* one row per source rank, in any order within the record; no --ep needed */
+    write_file("r.csv", RANKH "d,0,0,1,5,6,7,8\nd,0,0,0,1,2,3,4\nd,0,1,0,9,9,9,9\nd,0,1,1,0,0,0,1\n");
+    tsim_reader *r;
+    tsim_error err;
+    cr_assert_eq(tsim_reader_open(&r, "r.csv", NULL, &err), 0, "%s", err.msg);
+    const tsim_trace_header *h = tsim_reader_header(r);
+    cr_assert_eq(h->ep, 2);
+    cr_assert_eq(h->experts, 4);
+    cr_assert_eq(tsim_reader_source_ep(r), 2);
+    const tsim_record *rec;
+    cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s", err.msg);
+    cr_assert_eq(rec->line, 2);
+    static const int64_t want0[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    cr_assert_arr_eq(rec->counts, want0, sizeof want0);
+    cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s", err.msg);
+    cr_assert_eq(rec->layer, 1);
+    cr_assert_eq(rec->line, 4);
+    static const int64_t want1[8] = {9, 9, 9, 9, 0, 0, 0, 1};
+    cr_assert_arr_eq(rec->counts, want1, sizeof want1);
+    cr_assert_eq(tsim_reader_next(r, &rec, &err), 0, "%s", err.msg);
+    tsim_reader_close(r);
+    /* --ep 1 rebuckets: totals kept */
+    tsim_read_options ep1 = {.ep = 1, .ranks_per_node = 0, .dataset = NULL};
+    cr_assert_eq(tsim_reader_open(&r, "r.csv", &ep1, &err), 0, "%s", err.msg);
+    cr_assert(tsim_reader_rebucketed(r));
+    cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s", err.msg);
+    static const int64_t tot[4] = {6, 8, 10, 12};
+    cr_assert_arr_eq(rec->counts, tot, sizeof tot);
+    tsim_reader_close(r);
+    /* .gz and an index column */
+    write_gz("r.csv.gz", "index,dataset,iteration,layer_idx,rank,0,1\n0,x,3,0,0,1,1\n1,x,3,0,1,2,2\n");
+    int64_t records;
+    cr_assert_eq(read_all("r.csv.gz", NULL, &records, &err), 0, "%s", err.msg);
+    cr_assert_eq(records, 1);
+
+    expect_error("a.csv", RANKH "d,0,0,0,1,2,3,4\nd,0,0,1,1,2,3,4\nd,0,1,1,1,2,3,4\nd,0,2,0,1,2,3,4\n",
+                 "a.csv:4: record 2: rows for 1 of 2 ranks (rank 0 is missing); the rows of a record must follow each "
+                 "other");
+    expect_error("b.csv", RANKH "d,0,0,0,1,2,3,4\nd,0,0,1,1,2,3,4\nd,0,1,1,1,2,3,4\nd,0,1,1,1,2,3,4\n",
+                 "b.csv:5: record 2: a second row for rank 1 (the record starts on line 4)");
+    expect_error("c.csv", RANKH "d,0,0,0,1,2,3,4\nd,0,0,1,1,2,3,4\nd,0,1,2,1,2,3,4\n",
+                 "c.csv:4: record 2: rank 2 is out of range 0..1 (the first record has rows for 2 ranks)");
+    expect_error("d.csv", RANKH "d,0,0,0,1,2,3,4\nd,0,0,2,1,2,3,4\n",
+                 "d.csv:2: record 1: rows for 2 ranks, but rank 1 is missing (ranks run 0..N-1)");
+    expect_error("e.csv", RANKH "d,0,0,0,1,2,3,4\nd,0,0,0,1,2,3,4\n",
+                 "e.csv:3: record 1: a second row for rank 0 (the record starts on line 2)");
+    expect_error("f.csv", RANKH "d,0,0,0,1,2,3,4\nd,0,0,1,1,2,3,4\nd,0,0,2,1,2,3,4\n",
+                 "f.csv: experts 4 (CSV columns) is not divisible by the 3 ranks of the \"rank\" column");
+    expect_error("g.csv", RANKH "d,0,0,4096,1,2,3,4\n",
+                 "g.csv:2:7: record 1: \"rank\" is 4096, above the limit of 4095");
+    expect_error("h.csv", RANKH "d,0,0,0,1,2,3,4\nd,0,0,1,1,2,x,4\n",
+                 "h.csv:3:13: record 1: expert 2 is \"x\", expected a non-negative integer");
+    expect_error("i.csv", RANKH, "i.csv: empty trace: no records");
+    expect_error("j.csv", RANKH "d,0,0,0,1,2,3,4\nd,0,0,1,1,2,3,4\nd,0,0,0,1,2,3,4\nd,0,0,1,1,2,3,4\n",
+                 "j.csv:4: record 1: a second row for rank 0 (the record starts on line 2)");
+    expect_error("k.csv", RANKH "d,0,0,0,1,2,3,4\nd,0,0,1,1,2,3,4\nd,0,1,0,1,2,3,4\nd,0,1,1,1,2,3,4\nd,0,0,0,1,2,3,4\nd,0,0,1,1,2,3,4\n",
+                 "k.csv:6: record 3: duplicate record: microbatch 0, layer 0 of dataset \"d\" already appeared as "
+                 "record 1");
 }
 
 /* ---- read throughput (issue: >= 50 MB/s, peak RSS < 64 MB) ------------------- */

@@ -47,13 +47,6 @@ void tsim_eplb_hosts_free(tsim_eplb_hosts *h)
     memset(h, 0, sizeof *h);
 }
 
-void tsim_eplb_static_map(int ranks, int experts, int32_t *home)
-{
-    const int hpr = experts / ranks;
-    for (int e = 0; e < experts; e++)
-        home[e] = e / hpr;
-}
-
 /* 3.3: copies are in ascending physical order, so ascending GPU order. */
 static int32_t choose_native(const tsim_eplb_hosts *h, int e, int32_t prev)
 {

@@ -30,9 +30,6 @@ int tsim_eplb_hosts_init(tsim_eplb_hosts *h, int ranks, int experts, int per_gpu
                          tsim_error *err);
 void tsim_eplb_hosts_free(tsim_eplb_hosts *h);
 
-/* The static map of R ranks and E experts: e / hpr. */
-void tsim_eplb_static_map(int ranks, int experts, int32_t *home);
-
 /* Builds home' (3.3: stay on prev(e)'s GPU if it holds a copy, else the
  * lowest GPU on prev(e)'s node holding one, else the lowest GPU holding one)
  * and the replicas (3.4: per GPU, guests in order of their first physical

@@ -201,6 +201,19 @@ PartitionName=local Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
 }
 
+# without_inherited_fds COMMAND...: runs COMMAND with only stdin, stdout and
+# stderr open. The daemons would otherwise keep our lock (fd 9) and any pipe
+# of the caller (a CI log reader waiting for EOF) open for their lifetime.
+without_inherited_fds() {
+    (
+        for fd in /proc/self/fd/*; do
+            fd=${fd##*/}
+            [ "$fd" -gt 2 ] && eval "exec $fd>&-"
+        done
+        exec "$@"
+    )
+}
+
 start_munged() {
     local m=$run_dir/munge i
     mkdir -p "$m"
@@ -213,7 +226,7 @@ start_munged() {
     chown -R munge:munge "$m"
     chmod 0755 "$m"
     # munged refuses to run as root with a munge-owned key: run it as munge.
-    runuser -u munge -- munged --socket="$m/munge.socket.2" --key-file="$m/munge.key" \
+    without_inherited_fds runuser -u munge -- munged --socket="$m/munge.socket.2" --key-file="$m/munge.key" \
         --pid-file="$m/munged.pid" --log-file="$m/munged.log" --seed-file="$m/munged.seed" ||
         return 1
     for i in $(seq 1 50); do
@@ -251,8 +264,8 @@ do_start() {
     slurm_env
 
     start_munged || fail_start "munged did not come up"
-    slurmctld -f "$SLURM_CONF" || fail_start "slurmctld exited with status $?"
-    slurmd -f "$SLURM_CONF" -N "$node" || fail_start "slurmd exited with status $?"
+    without_inherited_fds slurmctld -f "$SLURM_CONF" || fail_start "slurmctld exited with status $?"
+    without_inherited_fds slurmd -f "$SLURM_CONF" -N "$node" || fail_start "slurmd exited with status $?"
     for i in $(seq 1 $((ready_timeout * 10))); do
         node_state=$(timeout 5 sinfo -h -n "$node" -o %T 2>/dev/null | head -1)
         [ "$node_state" = idle ] && break
@@ -267,9 +280,17 @@ do_start() {
     say "running: node $node idle after $(awk "BEGIN {print $i / 10}") s; SLURM_CONF=$SLURM_CONF"
 }
 
+# One start or stop at a time per cluster home (two CI jobs, a user and a test).
+lock() {
+    if ! mkdir -p "$home" || ! exec 9>"$home/lock" || ! flock -w 120 9; then
+        say "cannot lock $home/lock"
+        exit 1
+    fi
+}
+
 case "${1:-}" in
-start) do_start ;;
-stop) do_stop ;;
+start) lock; do_start ;;
+stop) lock; do_stop ;;
 status) do_status ;;
 env)
     load_state || { say "not running"; exit 3; }

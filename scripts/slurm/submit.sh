@@ -76,7 +76,6 @@ if [ -z "$taotsim" ]; then
 fi
 [ -x "$taotsim" ] || die "taotsim '$taotsim' is not an executable file (use --taotsim)"
 taotsim=$(realpath "$taotsim")
-case "$taotsim" in *,*) die "taotsim's path '$taotsim' has a comma (sbatch --export cannot pass it)" ;; esac
 # Fail here, not in N queued jobs, when the command cannot be sharded.
 "$taotsim" "$1" --help 2>/dev/null | grep -q -- --shard ||
     die "'taotsim $1' has no --shard option"
@@ -89,13 +88,15 @@ for f in "$parts"/part-*.json; do
 done
 [ -n "$format" ] && merge_args=(--format "$format" "${merge_args[@]}")
 
-array_id=$(sbatch --parsable --array=0-$((shards - 1)) --export=ALL,TAOTSIM="$taotsim" \
-    --output="$parts/slurm-%A_%a.out" "${sbatch_args[@]}" \
-    "$here/array.sbatch" "$parts" "$@") || { echo "submit.sh: sbatch refused the array job" >&2; exit 1; }
+# taotsim goes as an argument: --export=ALL,VAR=... would make slurmd load
+# the user's login environment (seconds per job), and SBATCH_EXPORT=NONE
+# sites would drop an environment variable.
+array_id=$(sbatch --parsable --array=0-$((shards - 1)) --output="$parts/slurm-%A_%a.out" \
+    "${sbatch_args[@]}" "$here/array.sbatch" --taotsim "$taotsim" "$parts" "$@") || { echo "submit.sh: sbatch refused the array job" >&2; exit 1; }
 array_id=${array_id%%;*}
 merge_id=$(sbatch --parsable --dependency=afterok:"$array_id" --kill-on-invalid-dep=yes \
-    --export=ALL,TAOTSIM="$taotsim" --output="$parts/slurm-%j-merge.out" "${sbatch_args[@]}" \
-    "$here/merge.sbatch" "$parts" "$out" "${merge_args[@]}") || {
+    --output="$parts/slurm-%j-merge.out" "${sbatch_args[@]}" \
+    "$here/merge.sbatch" --taotsim "$taotsim" "$parts" "$out" "${merge_args[@]}") || {
     echo "submit.sh: sbatch refused the merge job; cancelling array job $array_id" >&2
     scancel "$array_id"
     exit 1

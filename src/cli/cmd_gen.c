@@ -43,7 +43,14 @@ static void usage(FILE *out)
             "  --layers N             MoE layers; records = microbatches x layers (default %d)\n"
             "  --imbalance X          target mean initial imbalance, 0.3 = 30%% (default 0.3)\n"
             "  --hot-fraction F       set f in 0..1 directly instead of --imbalance\n"
-            "  --hot-ranks N          spread the hotspot over ranks 0..N-1 (default %d)\n"
+            "  --hot-ranks SPEC       the hot ranks: N for ranks 0..N-1 (default %d),\n"
+            "                         per-node:N for the first N ranks of every node, or\n"
+            "                         a list of ranks such as 0,8,16,24 (one rank: ranks:5)\n"
+            "  --hot-experts M|all    the hotspot loads the first M home experts of each\n"
+            "                         hot rank (default all)\n"
+            "  --hot-skew S           unevenness over the hot experts: the j-th (from 0) of\n"
+            "                         a hot rank weighs popularity x (j + 1)^-S; 0 = as the\n"
+            "                         base popularity (default), up to %g\n"
             "  --concentration C      Dirichlet parameter per expert; larger is flatter\n"
             "                         (default %g)\n"
             "  --drift D              popularity drift per microbatch in 0..1: 0 frozen,\n"
@@ -54,7 +61,7 @@ static void usage(FILE *out)
             "A one-line summary (records, achieved imbalance, f) goes to stderr. Exit\n"
             "status 2 on a usage error or an unreachable --imbalance target.\n",
             d.experts, d.ep, d.ranks_per_node, d.topk, d.tokens, d.microbatches, d.layers, d.hot_ranks,
-            d.concentration, d.drift, (unsigned long long)d.seed);
+            TSIM_GEN_MAX_SKEW, d.concentration, d.drift, (unsigned long long)d.seed);
 }
 
 typedef struct {
@@ -139,7 +146,14 @@ int tsim_cmd_gen(int argc, char **argv)
         } else if (strcmp(name, "--layers") == 0) {
             rc = tsim_parse_int(value, 1, TSIM_GEN_MAX_RECORDS, &p.layers, name, &err);
         } else if (strcmp(name, "--hot-ranks") == 0) {
-            rc = tsim_parse_int(value, 1, TSIM_MAX_RANKS, &p.hot_ranks, name, &err);
+            rc = tsim_gen_hot_ranks_parse(value, &p, &err);
+        } else if (strcmp(name, "--hot-experts") == 0) {
+            if (strcmp(value, "all") == 0)
+                p.hot_experts = 0;
+            else
+                rc = tsim_parse_int(value, 1, TSIM_MAX_EXPERTS, &p.hot_experts, name, &err);
+        } else if (strcmp(name, "--hot-skew") == 0) {
+            rc = tsim_parse_double(value, 0.0, TSIM_GEN_MAX_SKEW, &p.hot_skew, name, &err);
         } else if (strcmp(name, "--imbalance") == 0) {
             rc = tsim_parse_double(value, 0.0, TSIM_MAX_RANKS, &target, name, &err);
             have_target = true;
@@ -256,10 +270,17 @@ int tsim_cmd_gen(int argc, char **argv)
     else
         snprintf(how, sizeof how, "target %.2f%%, base routing %.2f%%, %d calibration trials", 100.0 * cal.target,
                  100.0 * cal.base, cal.trials);
+    char regime[160] = "";
+    if (!tsim_gen_default_regime(&p)) {
+        char spec[64];
+        tsim_gen_hot_ranks_format(&p, spec, sizeof spec);
+        snprintf(regime, sizeof regime, "; hot ranks %s, %d hot experts each, skew %g", spec,
+                 tsim_gen_hot_experts_per_rank(&p), p.hot_skew);
+    }
     fprintf(stderr,
-            "taotsim gen: wrote %lld records (EP%d, %d experts, top-%d, %d tokens per rank) to %s: mean initial "
+            "taotsim gen: wrote %lld records (EP%d, %d experts, top-%d, %d tokens per rank%s) to %s: mean initial "
             "imbalance %.2f%% (%s), f = %.6f (%lld of %lld tokens per record hot), %.1f s\n",
-            (long long)records, p.ep, p.experts, p.topk, p.tokens, output, 100.0 * achieved, how, p.hot_fraction,
-            (long long)hot, (long long)p.tokens * p.ep, tsim_now_seconds() - start);
+            (long long)records, p.ep, p.experts, p.topk, p.tokens, regime, output, 100.0 * achieved, how,
+            p.hot_fraction, (long long)hot, (long long)p.tokens * p.ep, tsim_now_seconds() - start);
     return 0;
 }

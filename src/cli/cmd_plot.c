@@ -27,17 +27,22 @@ static void usage(FILE *out)
             "  -h, --help        this help\n"
             "\n"
             "Figures: replay (imbalance per record), table1_weighted and table1_residual,\n"
-            "ablation, sweep_lpX (one per lambda_plan X), scaling_AXIS_residual and\n"
-            "scaling_AXIS_weighted (one pair per axis).\n"
+            "table1_pareto_epE_imbI (one per Table 1 cell: residual imbalance against\n"
+            "weighted cost, the paper's points hollow), ablation, sweep_lpX (one per\n"
+            "lambda_plan X), scaling_AXIS_residual and scaling_AXIS_weighted (one pair per\n"
+            "axis). A planner has the same colour in every figure. Cells where a planner\n"
+            "could not run (n/a in the result) are left out.\n"
             "\n"
-            "Without gnuplot the data files and scripts are still written, a note on stderr\n"
-            "says how to render them, and the exit status is 0. To render a figure by hand:\n"
+            "PNG needs gnuplot with the pngcairo terminal (Debian and Ubuntu: gnuplot-nox);\n"
+            "without it the exit status is 2 and nothing is written. --format none writes\n"
+            "the data and scripts alone; to render a figure by hand:\n"
             "  cd DIR && gnuplot NAME.gp                     (writes NAME.png)\n"
             "  cd DIR && gnuplot -e 'fmt=\"svg\"' NAME.gp      (writes NAME.svg)\n"
             "\n"
             "Environment: TAOTSIM_GNUPLOT (the gnuplot to run, default gnuplot on PATH),\n"
             "TAOTSIM_PLOTS_DIR (the templates, default the source tree's plots/).\n"
-            "Exit status: 0 success, 2 usage or input error, 3 internal error.\n");
+            "Exit status: 0 success, 2 usage or input error or no usable gnuplot, 3 internal\n"
+            "error.\n");
 }
 
 /* out/table1.json -> out/table1-plots; "-" -> taotsim-plots. */

@@ -347,7 +347,7 @@ static int run_one_vector(const char *file, const char *planner_override, FILE *
         tsim_vector_free(&v);
         return rc;
     }
-    if ((rc = tsim_session_record(&s, &v.record, err))) {
+    if ((rc = tsim_vector_run(&s, &v, err))) {
         tsim_error_prefix(err, "%s", file);
     } else {
         tsim_metrics m;

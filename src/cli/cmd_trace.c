@@ -19,6 +19,9 @@ typedef struct {
     int ep;
     int rpn;
     const char *dataset;
+    const char *block;  /* Megatron directories */
+    int experts;        /* Megatron directories */
+    const char *tensor; /* safetensors */
     const char *format;
     const char *positional[64];
     int npositional;
@@ -58,7 +61,8 @@ static int parse_args(const char *cmd, int argc, char **argv, bool allow_format,
         memcpy(name, arg + 2, n);
         name[n] = '\0';
         bool known = strcmp(name, "ep") == 0 || strcmp(name, "rpn") == 0 || strcmp(name, "ranks-per-node") == 0 ||
-                     strcmp(name, "dataset") == 0 || (allow_format && strcmp(name, "format") == 0);
+                     strcmp(name, "dataset") == 0 || strcmp(name, "block") == 0 || strcmp(name, "experts") == 0 ||
+                     strcmp(name, "tensor") == 0 || (allow_format && strcmp(name, "format") == 0);
         if (!known)
             return tsim_cli_usage_error(cmd, "unknown option '--%s'", name);
         const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
@@ -73,6 +77,17 @@ static int parse_args(const char *cmd, int argc, char **argv, bool allow_format,
                 return tsim_cli_usage_error(cmd, "%s", err.msg);
         } else if (strcmp(name, "dataset") == 0) {
             a->dataset = value;
+        } else if (strcmp(name, "block") == 0) {
+            if (strcmp(value, "decoder") != 0 && strcmp(value, "mtp") != 0)
+                return tsim_cli_usage_error(cmd, "--block: expected decoder or mtp, got '%s'", value);
+            a->block = value;
+        } else if (strcmp(name, "experts") == 0) {
+            if (tsim_parse_int(value, 1, TSIM_MAX_EXPERTS, &a->experts, "--experts", &err))
+                return tsim_cli_usage_error(cmd, "%s", err.msg);
+        } else if (strcmp(name, "tensor") == 0) {
+            if (!value[0])
+                return tsim_cli_usage_error(cmd, "--tensor: the name is empty");
+            a->tensor = value;
         } else {
             tsim_format f;
             if (tsim_format_parse(value, &f, &err))
@@ -82,6 +97,26 @@ static int parse_args(const char *cmd, int argc, char **argv, bool allow_format,
     }
     return 0;
 }
+
+static tsim_read_options read_options(const trace_args *a)
+{
+    tsim_read_options o = {.ep = a->ep,
+                           .ranks_per_node = a->rpn,
+                           .dataset = a->dataset,
+                           .block = a->block,
+                           .experts = a->experts,
+                           .tensor = a->tensor};
+    return o;
+}
+
+/* The format options, as both commands' help shows them. */
+#define IMPORT_OPTIONS_HELP                                                                                            \
+    "  --block decoder|mtp  Megatron directories: which router calls to read\n"                                        \
+    "                                                        [default: decoder]\n"                                     \
+    "  --experts N       Megatron directories: the number of experts\n"                                                \
+    "                    [default: the largest id seen + 1, rounded up to a\n"                                         \
+    "                    multiple of the ranks]\n"                                                                     \
+    "  --tensor NAME     .safetensors: the tensor to read    [default: counts]\n"
 
 static void print_warnings(const char *cmd, tsim_reader *r)
 {
@@ -103,18 +138,21 @@ static void validate_usage(void)
 {
     printf("usage: taotsim validate FILE... [options]\n"
            "\n"
-           "Reads every record of each trace (.json, .jsonl, .jsonl.gz, .csv, .csv.gz) and\n"
-           "checks it against the trace format. Prints the number of records, the shape\n"
-           "and the distribution of the initial imbalance rho_before over records. Stops\n"
-           "at the first bad file with its message on stderr and exit status 2.\n"
+           "Reads every record of each trace (.json, .jsonl, .jsonl.gz, .csv, .csv.gz,\n"
+           ".npy, .safetensors, or a Megatron router trace directory; docs/import.md)\n"
+           "and checks it against the trace format. Prints the number of records, the\n"
+           "shape and the distribution of the initial imbalance rho_before over records.\n"
+           "Stops at the first bad file with its message on stderr and exit status 2.\n"
            "\n"
            "Options:\n"
            "  --ep N            read at EP size N: per-expert totals kept, split evenly\n"
-           "                    over N ranks (required for CSV)     [default: the trace's]\n"
+           "                    over N ranks (required for per-expert totals: CSV\n"
+           "                    without a rank column, [L,E] and [T,L,E] arrays)\n"
+           "                                                        [default: the trace's]\n"
            "  --rpn N           ranks per node (also --ranks-per-node)\n"
            "                                                        [default: the trace's, else 8]\n"
            "  --dataset NAME    keep only records of this dataset (CSV rows, or records\n"
-           "                    with a \"dataset\" tag)               [default: all]\n"
+           "                    with a \"dataset\" tag)               [default: all]\n" IMPORT_OPTIONS_HELP
            "  --format md|csv|json  output format                   [default: md]\n"
            "  -h, --help        show this help\n");
 }
@@ -127,7 +165,7 @@ typedef struct {
 static int validate_one(const char *path, const trace_args *a, tsim_reader **out_r, validate_result *res,
                         tsim_error *err)
 {
-    tsim_read_options opts = {a->ep, a->rpn, a->dataset};
+    tsim_read_options opts = read_options(a);
     tsim_reader *r = NULL;
     int rc = tsim_reader_open(&r, path, &opts, err);
     if (rc)
@@ -287,17 +325,20 @@ static void convert_usage(void)
     printf("usage: taotsim convert IN OUT [options]\n"
            "\n"
            "Converts a trace between the JSON document (.json) and JSON Lines (.jsonl,\n"
-           ".jsonl.gz) forms, or imports CSV (.csv, .csv.gz) into either. The format of\n"
-           "each file comes from its name. Records are written with \"counts\" (per source\n"
-           "rank). OUT is written to a temporary file and renamed into place, so nothing\n"
-           "is left behind on an error.\n"
+           ".jsonl.gz) forms, or imports CSV (.csv, .csv.gz), NumPy .npy, .safetensors or\n"
+           "a Megatron router trace directory into either (docs/import.md). The format of\n"
+           "each file comes from its name (a directory is a Megatron trace). Records are\n"
+           "written with \"counts\" (per source rank). OUT is written to a temporary file\n"
+           "and renamed into place, so nothing is left behind on an error.\n"
            "\n"
            "Options:\n"
            "  --ep N            write at EP size N: per-expert totals kept, split evenly\n"
-           "                    over N ranks (required for CSV)     [default: the trace's]\n"
+           "                    over N ranks (required for per-expert totals: CSV\n"
+           "                    without a rank column, [L,E] and [T,L,E] arrays)\n"
+           "                                                        [default: the trace's]\n"
            "  --rpn N           ranks per node (also --ranks-per-node)\n"
            "                                                        [default: the trace's, else 8]\n"
-           "  --dataset NAME    keep only records of this dataset   [default: all]\n"
+           "  --dataset NAME    keep only records of this dataset   [default: all]\n" IMPORT_OPTIONS_HELP
            "  -h, --help        show this help\n");
 }
 
@@ -322,8 +363,11 @@ int tsim_cmd_convert(int argc, char **argv)
     if (out_fmt == TSIM_FMT_CSV)
         return tsim_cli_usage_error("convert", "%s: CSV is an import format only; write .json, .jsonl or .jsonl.gz",
                                     out);
+    if (tsim_trace_format_import_only(out_fmt))
+        return tsim_cli_usage_error("convert", "%s: %s is an import format only; write .json, .jsonl or .jsonl.gz",
+                                    out, out_fmt == TSIM_FMT_NPY ? ".npy" : ".safetensors");
 
-    tsim_read_options opts = {a.ep, a.rpn, a.dataset};
+    tsim_read_options opts = read_options(&a);
     tsim_reader *r = NULL;
     tsim_writer *w = NULL;
     rc = tsim_reader_open(&r, in, &opts, &err);

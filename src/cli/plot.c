@@ -305,7 +305,7 @@ static int paper_value(const cJSON *res, const char *where, const char *name, do
 
 /* ---------- what gets written ---------- */
 
-#define MAX_FILES 64
+#define MAX_FILES 256
 
 typedef struct {
     char *name; /* file name inside the output directory */
@@ -386,13 +386,78 @@ static text *add_figure(plotset *ps, const char *name, const char *tmpl, const c
     return v;
 }
 
+/* ---------- one style per planner, in every figure ---------- */
+
+/* Fixed colours (Okabe-Ito, readable by colour-blind eyes) and filled point
+ * types for the planners taotsim ships, so a planner looks the same in every
+ * figure of every study. Point type - 1 is the hollow version of each. */
+static const struct {
+    const char *name;
+    const char *colour;
+    int point;
+} known_styles[] = {
+    {"taot", "#d55e00", 7},   {"echo", "#0072b2", 5},      {"llep", "#009e73", 9},    {"lplb", "#e69f00", 13},
+    {"eplb", "#56b4e9", 15},  {"fastermoe", "#cc79a7", 11}, {"optimal", "#000000", 5}, {"none", "#999999", 9},
+};
+
+/* Other labels (e.g. LABEL=taot:--opt=v) get a colour from a palette that
+ * shares none of the hues above and a point type, both picked by a hash of
+ * the label: the same label looks the same everywhere. */
+static const char *const other_colours[] = {"#332288", "#882255", "#999933", "#8c510a", "#7b3294", "#01665e"};
+static const int filled_points[] = {7, 5, 9, 11, 13, 15};
+
+static uint32_t label_hash(const char *label)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)label; *p; p++) {
+        h ^= *p;
+        h *= 16777619u;
+    }
+    return h;
+}
+
+const char *tsim_plot_planner_colour(const char *label)
+{
+    for (size_t i = 0; i < sizeof known_styles / sizeof known_styles[0]; i++)
+        if (strcmp(label, known_styles[i].name) == 0)
+            return known_styles[i].colour;
+    return other_colours[label_hash(label) % (sizeof other_colours / sizeof other_colours[0])];
+}
+
+int tsim_plot_planner_point(const char *label)
+{
+    for (size_t i = 0; i < sizeof known_styles / sizeof known_styles[0]; i++)
+        if (strcmp(label, known_styles[i].name) == 0)
+            return known_styles[i].point;
+    uint32_t h = label_hash(label) / (sizeof other_colours / sizeof other_colours[0]);
+    return filled_points[h % (sizeof filled_points / sizeof filled_points[0])];
+}
+
 /* PLANNERS = "a b c" and NP = 3 (labels are sanitised: no spaces). */
-static void vars_planners(text *v, char *const *labels, size_t n)
+static void vars_planners_only(text *v, char *const *labels, size_t n)
 {
     text_add(v, "PLANNERS = \"");
     for (size_t i = 0; i < n; i++)
         text_add(v, "%s%s", i ? " " : "", labels[i]);
     text_add(v, "\"\nNP = %zu\n", n);
+}
+
+/* Each planner's style: COLORS = "#d55e00 ..." and POINTS = "7 ...". */
+static void vars_styles(text *v, char *const *labels, size_t n)
+{
+    text_add(v, "COLORS = \"");
+    for (size_t i = 0; i < n; i++)
+        text_add(v, "%s%s", i ? " " : "", tsim_plot_planner_colour(labels[i]));
+    text_add(v, "\"\nPOINTS = \"");
+    for (size_t i = 0; i < n; i++)
+        text_add(v, "%s%d", i ? " " : "", tsim_plot_planner_point(labels[i]));
+    text_add(v, "\"\n");
+}
+
+static void vars_planners(text *v, char *const *labels, size_t n)
+{
+    vars_planners_only(v, labels, n);
+    vars_styles(v, labels, n);
 }
 
 /* NG and XTICS = '("label" 0, ...)' for bar charts. '%' in a tick label is
@@ -453,11 +518,13 @@ typedef struct {
     char **labels; /* planners, sanitised for display */
     cell *c;
     size_t nc, capc;
+    text na; /* the n/a cells, for a comment line in the data files */
     tsim_error *err;
 } study;
 
 static void study_free(study *s)
 {
+    text_free(&s->na);
     if (s->labels)
         for (size_t i = 0; i < s->planners.n; i++)
             free(s->labels[i]);
@@ -466,19 +533,60 @@ static void study_free(study *s)
     free(s->c);
 }
 
-/* Result i, its name for messages, and its planner (added if new). */
-static int result_at(study *s, int i, const cJSON **res, char *where, size_t wsize, long *planner)
+/* A cell where the planner could not run (e.g. LPLB on a shape it has no
+ * graph for): an "error" and no "metrics". The result's notes say why;
+ * figures leave it out. */
+static bool result_na(const cJSON *res)
+{
+    const cJSON *e = field(res, "error");
+    const cJSON *m = field(res, "metrics");
+    return cJSON_IsString(e) && (!m || cJSON_IsNull(m));
+}
+
+/* Result i, its name for messages, and its planner (added if new); -1 for
+ * an n/a cell, which is noted once (pass == 0) in s->na. */
+static int result_at_pass(study *s, int i, const cJSON **res, char *where, size_t wsize, long *planner, int pass)
 {
     *res = cJSON_GetArrayItem(s->results, i);
     snprintf(where, wsize, "results[%d]", i);
     if (!cJSON_IsObject(*res))
         return tsim_error_set(s->err, TSIM_E_INPUT, "%s: not an object", where);
-    const char *label;
+    const char *label = NULL;
     int rc = need_string(*res, where, "planner", &label, s->err);
     if (rc)
         return rc;
+    if (result_na(*res)) {
+        *planner = -1;
+        if (pass == 0) {
+            const cJSON *key = field(*res, "key");
+            char *l = label_dup(label);
+            char *k = cJSON_IsString(key) && key->valuestring ? label_dup(key->valuestring) : NULL;
+            if (!l)
+                s->na.oom = true;
+            else
+                text_add(&s->na, "%s %s%s%s", s->na.len ? "," : "# n/a, not plotted (the result's notes say why):",
+                         l, k ? " at " : "", k ? k : "");
+            free(l);
+            free(k);
+        }
+        return TSIM_OK;
+    }
     *planner = strset_index(&s->planners, label);
     return *planner < 0 ? oom(s->err) : TSIM_OK;
+}
+
+static int result_at(study *s, int i, const cJSON **res, char *where, size_t wsize, long *planner)
+{
+    return result_at_pass(s, i, res, where, wsize, planner, 0);
+}
+
+/* The n/a line of a data file, when there were n/a cells. */
+static void write_na(text *d, const study *s)
+{
+    if (s->na.len)
+        text_add(d, "%s\n", s->na.buf);
+    if (s->na.oom)
+        d->oom = true;
 }
 
 static cell *new_cell(study *s, int result, long planner)
@@ -577,8 +685,9 @@ static void groupset_free(groupset *g)
     free(g->coord);
 }
 
-/* One row per group: "label" c0 c1 then ncols x nv values. */
-static void write_bar_rows(text *d, const groupset *g, const double *m, size_t ncols, size_t nv)
+/* One row per group: "label" c0 c1 then, per column, the first nv_out of
+ * its nv values. */
+static void write_bar_rows(text *d, const groupset *g, const double *m, size_t ncols, size_t nv, size_t nv_out)
 {
     for (size_t i = 0; i < g->keys.n; i++) {
         text_add(d, "\"%s\" ", g->keys.v[i]);
@@ -586,6 +695,8 @@ static void write_bar_rows(text *d, const groupset *g, const double *m, size_t n
         text_add(d, " ");
         text_num(d, g->coord[i][1]);
         for (size_t k = 0; k < ncols * nv; k++) {
+            if (k % nv >= nv_out)
+                continue;
             text_add(d, " ");
             text_num(d, m[i * ncols * nv + k]);
         }
@@ -668,7 +779,7 @@ static int plot_replay(plotset *ps, study *s)
     if (!it)
         return oom(err);
     int rc = TSIM_OK;
-    int nrec = -1;
+    int nrec = -1, first = -1; /* first: the first result with records */
     char where[96];
     for (int i = 0; i < s->n && !rc; i++) {
         const cJSON *res;
@@ -676,6 +787,8 @@ static int plot_replay(plotset *ps, study *s)
         size_t known = s->planners.n;
         if ((rc = result_at(s, i, &res, where, sizeof where, &p)))
             break;
+        if (p < 0)
+            continue;
         if (s->planners.n == known) {
             rc = tsim_error_set(err, TSIM_E_INPUT, "%s: planner '%s' appears twice", where, s->planners.v[p]);
             break;
@@ -703,8 +816,10 @@ static int plot_replay(plotset *ps, study *s)
         if (k == 0)
             rc = tsim_error_set(err, TSIM_E_INPUT, "%s: \"records\" is empty", where);
         else if (nrec >= 0 && k != nrec)
-            rc = tsim_error_set(err, TSIM_E_INPUT, "%s: %d records, but results[0] has %d", where, k, nrec);
+            rc = tsim_error_set(err, TSIM_E_INPUT, "%s: %d records, but results[%d] has %d", where, k, first, nrec);
         nrec = k;
+        if (first < 0)
+            first = i;
         it[i] = recs->child;
     }
     if (!rc)
@@ -717,10 +832,13 @@ static int plot_replay(plotset *ps, study *s)
         for (size_t j = 0; j < s->planners.n; j++)
             text_add(d, " %s:rho_after", s->labels[j]);
         text_add(d, "\n");
+        write_na(d, s);
     }
     for (int r = 0; r < nrec && !rc; r++) {
         double record = 0;
         for (int i = 0; i < s->n; i++) {
+            if (!it[i]) /* an n/a result */
+                continue;
             const cJSON *x = it[i];
             it[i] = x->next;
             snprintf(where, sizeof where, "results[%d].records[%d]", i, r);
@@ -733,14 +851,14 @@ static int plot_replay(plotset *ps, study *s)
                 (rc = need_number(x, where, "rho_before", &before, err)) ||
                 (rc = need_number(x, where, "rho_after", &after, err)))
                 break;
-            if (i == 0) {
+            if (i == first) {
                 record = rec_i;
                 text_num(d, record);
                 text_add(d, " ");
                 text_num(d, 100 * before);
             } else if (rec_i != record) {
-                rc = tsim_error_set(err, TSIM_E_INPUT, "%s: record %.6g, but results[0].records[%d] is record %.6g",
-                                    where, rec_i, r, record);
+                rc = tsim_error_set(err, TSIM_E_INPUT, "%s: record %.6g, but results[%d].records[%d] is record %.6g",
+                                    where, rec_i, first, r, record);
                 break;
             }
             text_add(d, " ");
@@ -760,11 +878,159 @@ static int plot_replay(plotset *ps, study *s)
     return TSIM_OK;
 }
 
-/* table1: bars per (EP, imbalance) group, one per planner. Values per
- * planner: weighted mean, std, rho_after mean %, std %, paper weighted. */
+/* A two-level x axis for table1's bar groups: imbalance ticks under each
+ * group, the EP size centred under each run of groups with that EP size, a
+ * gap and a dotted line between runs. Writes GX (the groups' x positions),
+ * XTICS, XMIN, XMAX, OUTER_X, OUTER_LABELS and SEPS. */
+static void vars_two_level_axis(text *v, const groupset *g)
+{
+    enum { GAP_TENTHS = 6 }; /* the gap between runs, in tenths of a group */
+    size_t n = g->keys.n;
+    text gx = {0}, ticks = {0}, outer_x = {0}, outer_l = {0}, seps = {0};
+    long at = 0; /* x position in tenths */
+    size_t run_start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        bool run_ends = i == n || (i > 0 && g->coord[i][0] != g->coord[i - 1][0]);
+        if (i > 0 && run_ends) {
+            long first_x = at - 10 * (long)(i - run_start);
+            double centre = (first_x + (at - 10)) / 20.0;
+            text_add(&outer_x, "%s%.6g", outer_x.len ? " " : "", centre);
+            text_add(&outer_l, "%sEP%.6g", outer_l.len ? " " : "", g->coord[i - 1][0]);
+            if (i < n) {
+                text_add(&seps, "%s%.6g", seps.len ? " " : "", (at - 10 + at + GAP_TENTHS) / 20.0);
+                at += GAP_TENTHS;
+            }
+            run_start = i;
+        }
+        if (i == n)
+            break;
+        text_add(&gx, "%s%.6g", i ? " " : "", at / 10.0);
+        text_add(&ticks, "%s\"%.6g%%%%\" %.6g", i ? ", " : "", g->coord[i][1], at / 10.0);
+        at += 10;
+    }
+    text_add(v, "NG = %zu\nGX = \"%s\"\nXTICS = '(%s)'\nXMIN = -0.6\nXMAX = %.6g\n", n, gx.buf ? gx.buf : "",
+             ticks.buf ? ticks.buf : "", (at - 10) / 10.0 + 0.6);
+    text_add(v, "OUTER_X = \"%s\"\nOUTER_LABELS = \"%s\"\nSEPS = \"%s\"\n", outer_x.buf ? outer_x.buf : "",
+             outer_l.buf ? outer_l.buf : "", seps.buf ? seps.buf : "");
+    if (gx.oom || ticks.oom || outer_x.oom || outer_l.oom || seps.oom)
+        v->oom = true;
+    text_free(&gx);
+    text_free(&ticks);
+    text_free(&outer_x);
+    text_free(&outer_l);
+    text_free(&seps);
+}
+
+/* The paper's residual imbalance (%) of a table1 cell: its "rho_after" when
+ * given, else the initial imbalance plus its improvement (pp); NaN: none. */
+static int paper_residual(const cJSON *res, const char *where, double imbalance, double *out, tsim_error *err)
+{
+    double rho = NAN, improve = NAN;
+    int rc = paper_value(res, where, "rho_after", &rho, err);
+    if (!rc)
+        rc = paper_value(res, where, "improve_pp", &improve, err);
+    *out = !isnan(rho) ? 100 * rho : 100 * imbalance + improve;
+    return rc;
+}
+
+/* One table1 cell's Pareto figure: residual imbalance (x) against weighted
+ * cost (y), a point per planner with its std as error bars, the paper's
+ * points hollow, our Pareto front dashed. cell_v: [np][NV] of the group. */
+static int pareto_figure(plotset *ps, study *s, double ep, double imb_pct, const double *cell_v, size_t nv)
+{
+    tsim_error *err = s->err;
+    size_t np = s->planners.n;
+    char name[96], data[112], title[192];
+    snprintf(name, sizeof name, "table1_pareto_ep%.6g_imb%.6g", ep, imb_pct);
+    snprintf(data, sizeof data, "%s.dat", name);
+    snprintf(title, sizeof title, "Table 1, EP%.6g at %.6g%% initial imbalance: residual imbalance vs weighted cost",
+             ep, imb_pct);
+    char **labels = calloc(np ? np : 1, sizeof *labels);
+    const double **rows = calloc(np ? np : 1, sizeof *rows);
+    bool *paper = calloc(np ? np : 1, sizeof *paper);
+    if (!labels || !rows || !paper) {
+        free(labels);
+        free(rows);
+        free(paper);
+        return oom(err);
+    }
+    size_t n = 0;
+    for (size_t j = 0; j < np; j++) {
+        const double *v = cell_v + j * nv;
+        if (isnan(v[0]))
+            continue; /* no result for this planner here */
+        paper[n] = !isnan(v[4]) && !isnan(v[5]);
+        labels[n] = s->labels[j];
+        rows[n++] = v;
+    }
+    int rc = TSIM_OK;
+    text *d = add_dat(ps, name);
+    if (!d)
+        rc = err->code;
+    if (!rc) {
+        text_add(d,
+                 "# taotsim plot: table1 Pareto at EP%.6g, %.6g%% initial imbalance: residual imbalance (%%) and "
+                 "weighted cost, mean and std; paper: the paper's Table 1 (residual: initial imbalance + its "
+                 "improvement pp; NaN: none)\n",
+                 ep, imb_pct);
+        write_na(d, s);
+        text_add(d, "# planner rho_after rho_after_std weighted weighted_std paper_rho_after paper_weighted\n");
+        for (size_t k = 0; k < n; k++) {
+            const double *v = rows[k];
+            const double cols[6] = {v[2], v[3], v[0], v[1], v[5], v[4]};
+            text_add(d, "\"%s\"", labels[k]);
+            for (int c = 0; c < 6; c++) {
+                text_add(d, " ");
+                text_num(d, cols[c]);
+            }
+            text_add(d, "\n");
+        }
+        /* Index 1: the front, by residual imbalance. A planner is on it when
+         * no other is at most as imbalanced and as costly, and better in one. */
+        text_add(d, "\n\n# Pareto front of ours: rho_after weighted\n");
+        double last_x = NAN;
+        for (;;) {
+            long best = -1;
+            for (size_t k = 0; k < n; k++) {
+                const double *a = rows[k];
+                bool dominated = false;
+                for (size_t o = 0; o < n && !dominated; o++) {
+                    const double *b = rows[o];
+                    dominated = o != k && b[2] <= a[2] && b[0] <= a[0] && (b[2] < a[2] || b[0] < a[0]);
+                }
+                if (dominated || (!isnan(last_x) && a[2] <= last_x))
+                    continue;
+                if (best < 0 || a[2] < rows[best][2] || (a[2] == rows[best][2] && a[0] < rows[best][0]))
+                    best = (long)k;
+            }
+            if (best < 0)
+                break;
+            text_num(d, rows[best][2]);
+            text_add(d, " ");
+            text_num(d, rows[best][0]);
+            text_add(d, "\n");
+            last_x = rows[best][2];
+        }
+    }
+    text *v = NULL;
+    if (!rc && !(v = add_figure(ps, name, "table1_pareto", data, title)))
+        rc = err->code;
+    if (!rc) {
+        vars_planners(v, labels, n);
+        vars_index_list(v, "PAPER", paper, n);
+    }
+    free(labels);
+    free(rows);
+    free(paper);
+    return rc;
+}
+
+/* table1: bars per (EP, imbalance) group, one per planner, and a Pareto
+ * figure per group. Values per planner: weighted mean, std, rho_after mean
+ * %, std %, paper weighted (the five in table1.dat), paper rho_after %. */
 static int plot_table1(plotset *ps, study *s)
 {
-    enum { NV = 5 };
+    enum { NV = 6, NV_DAT = 5 };
     tsim_error *err = s->err;
     groupset groups = {0};
     int rc = TSIM_OK;
@@ -773,9 +1039,9 @@ static int plot_table1(plotset *ps, study *s)
         const cJSON *res;
         long p = 0;
         double ep = 0, imb = 0, rho = 0, rho_std = 0;
-        if ((rc = result_at(s, i, &res, where, sizeof where, &p)) || (rc = need_number(res, where, "ep", &ep, err)) ||
-            (rc = need_number(res, where, "imbalance", &imb, err)))
-            break;
+        if ((rc = result_at(s, i, &res, where, sizeof where, &p)) || p < 0 ||
+            (rc = need_number(res, where, "ep", &ep, err)) || (rc = need_number(res, where, "imbalance", &imb, err)))
+            continue;
         char label[64];
         snprintf(label, sizeof label, "EP%.6g %.6g%%", ep, 100 * imb);
         long g = group_index(&groups, label, ep, 100 * imb);
@@ -787,7 +1053,8 @@ static int plot_table1(plotset *ps, study *s)
         c->group = g;
         if ((rc = need_metric(res, where, "weighted", &c->v[0], &c->v[1], err)) ||
             (rc = need_metric(res, where, "rho_after", &rho, &rho_std, err)) ||
-            (rc = paper_value(res, where, "weighted", &c->v[4], err)))
+            (rc = paper_value(res, where, "weighted", &c->v[4], err)) ||
+            (rc = paper_residual(res, where, imb, &c->v[5], err)))
             break;
         c->v[2] = 100 * rho;
         c->v[3] = 100 * rho_std;
@@ -809,13 +1076,15 @@ static int plot_table1(plotset *ps, study *s)
         rc = err->code;
     if (!rc) {
         text_add(d, "# taotsim plot: table1: mean and std; imbalance and rho_after in %%; paper: the "
-                    "paper's Table 1 (NaN: none)\n# group ep imbalance");
+                    "paper's Table 1 (NaN: none)\n");
+        write_na(d, s);
+        text_add(d, "# group ep imbalance");
         for (size_t j = 0; j < np; j++) {
             const char *l = s->labels[j];
             text_add(d, " %s:weighted %s:weighted_std %s:rho_after %s:rho_after_std %s:paper_weighted", l, l, l, l, l);
         }
         text_add(d, "\n");
-        write_bar_rows(d, &groups, m, np, NV);
+        write_bar_rows(d, &groups, m, np, NV, NV_DAT);
         for (size_t g = 0; g < groups.keys.n; g++)
             for (size_t j = 0; j < np; j++)
                 if (!isnan(m[(g * np + j) * NV + 4]))
@@ -827,7 +1096,7 @@ static int plot_table1(plotset *ps, study *s)
         rc = err->code;
     if (!rc) {
         vars_planners(v, s->labels, np);
-        vars_groups(v, groups.keys.v, groups.keys.n);
+        vars_two_level_axis(v, &groups);
         vars_index_list(v, "PAPER", paper, np);
         if (!(v = add_figure(ps, "table1_residual", "table1_residual", "table1.dat",
                              "Table 1: residual imbalance after planning (mean ± std)")))
@@ -835,8 +1104,10 @@ static int plot_table1(plotset *ps, study *s)
     }
     if (!rc) {
         vars_planners(v, s->labels, np);
-        vars_groups(v, groups.keys.v, groups.keys.n);
+        vars_two_level_axis(v, &groups);
     }
+    for (size_t g = 0; g < groups.keys.n && !rc; g++)
+        rc = pareto_figure(ps, s, groups.coord[g][0], groups.coord[g][1], m + g * np * NV, NV);
     free(m);
     free(col);
     free(paper);
@@ -860,6 +1131,7 @@ static int plot_ablation(plotset *ps, study *s)
         long p = 0;
         rc = result_at(s, i, &res, where, sizeof where, &p);
     }
+
     if (!rc)
         rc = make_labels(s);
     groupset groups = {0};
@@ -868,9 +1140,9 @@ static int plot_ablation(plotset *ps, study *s)
         const cJSON *res;
         long p = 0;
         bool hint = false, cost = false;
-        if ((rc = result_at(s, i, &res, where, sizeof where, &p)) ||
+        if ((rc = result_at_pass(s, i, &res, where, sizeof where, &p, 1)) || p < 0 ||
             (rc = need_bool(res, where, "flow_hint", &hint, err)) || (rc = need_bool(res, where, "comm_cost", &cost, err)))
-            break;
+            continue;
         char label[192];
         snprintf(label, sizeof label, "%s%sflow hint %s, comm cost %s", several ? s->labels[p] : "",
                  several ? ": " : "", hint ? "on" : "off", cost ? "on" : "off");
@@ -895,9 +1167,10 @@ static int plot_ablation(plotset *ps, study *s)
     if (!rc) {
         text_add(d, "# taotsim plot: ablation: expert transfers per record, mean and std; paper: the "
                     "paper's Table 2 (NaN: none)\n");
+        write_na(d, s);
         text_add(d, "# group flow_hint comm_cost intra intra_std paper_intra inter inter_std paper_inter weighted "
                     "weighted_std paper_weighted\n");
-        write_bar_rows(d, &groups, m, 1, NV);
+        write_bar_rows(d, &groups, m, 1, NV, NV);
         for (size_t g = 0; g < groups.keys.n; g++)
             for (int k = 0; k < 3; k++)
                 if (!isnan(m[g * NV + 3 * (size_t)k + 2]))
@@ -908,8 +1181,21 @@ static int plot_ablation(plotset *ps, study *s)
                                 "Ablation: expert transfers per record by TAOT phase (mean ± std)")))
         rc = err->code;
     if (!rc) {
+        vars_planners(v, s->labels, s->planners.n);
         vars_groups(v, groups.keys.v, groups.keys.n);
         vars_index_list(v, "PAPER", paper, 3);
+        /* Bars take their planner's colour (a shade per series), as 0xRRGGBB
+         * numbers for gnuplot's "lc rgb variable". */
+        text_add(v, "GROUP_RGB = \"");
+        for (size_t g = 0; g < groups.keys.n; g++) {
+            long planner = 0;
+            for (size_t i = 0; i < s->nc; i++)
+                if (s->c[i].group == (long)g)
+                    planner = s->c[i].planner;
+            const char *hex = tsim_plot_planner_colour(s->labels[planner]);
+            text_add(v, "%s%ld", g ? " " : "", strtol(hex + 1, NULL, 16));
+        }
+        text_add(v, "\"\n");
     }
     free(m);
     groupset_free(&groups);
@@ -985,10 +1271,10 @@ static int plot_sweep(plotset *ps, study *s, const cJSON *root)
         const cJSON *res;
         long p = 0;
         double lp = 0, le = 0;
-        if ((rc = result_at(s, i, &res, where, sizeof where, &p)) ||
+        if ((rc = result_at(s, i, &res, where, sizeof where, &p)) || p < 0 ||
             (rc = need_number(res, where, "lambda_plan", &lp, err)) ||
             (rc = need_number(res, where, "lambda_eval", &le, err)))
-            break;
+            continue;
         long part = numset_index(&parts, lp);
         cell *c = part < 0 ? NULL : new_cell(s, i, p);
         if (!c) {
@@ -1039,6 +1325,7 @@ static int plot_sweep(plotset *ps, study *s, const cJSON *root)
             }
             if (any)
                 text_add(d, "\n");
+            write_na(d, s);
             text_add(d, "# lambda_eval");
             for (size_t j = 0; j < cv.ncols; j++)
                 text_add(d, " %s:weighted %s:weighted_std", cv.labels[j], cv.labels[j]);
@@ -1051,7 +1338,7 @@ static int plot_sweep(plotset *ps, study *s, const cJSON *root)
                 rc = err->code;
         }
         if (!rc) {
-            vars_planners(v, cv.labels, cv.ncols);
+            vars_planners_only(v, cv.labels, cv.ncols);
             /* Break-even marks inside the plotted lambda_eval range. */
             size_t marks = 0;
             for (size_t k = 0; k < nbe; k++) {
@@ -1078,6 +1365,7 @@ static int plot_sweep(plotset *ps, study *s, const cJSON *root)
                 free(b);
             }
             text_add(v, "NBE = %zu\n", marks);
+            vars_styles(v, cv.labels, cv.ncols);
         }
         free(m);
         curves_free(&cv);
@@ -1103,8 +1391,9 @@ static int plot_scaling(plotset *ps, study *s)
         const cJSON *res;
         long p = 0;
         const char *axis = NULL;
-        if ((rc = result_at(s, i, &res, where, sizeof where, &p)) || (rc = need_string(res, where, "axis", &axis, err)))
-            break;
+        if ((rc = result_at(s, i, &res, where, sizeof where, &p)) || p < 0 ||
+            (rc = need_string(res, where, "axis", &axis, err)))
+            continue;
         int a = -1;
         for (int k = 0; k < 3; k++)
             if (strcmp(axis, axes[k]) == 0)
@@ -1154,8 +1443,10 @@ static int plot_scaling(plotset *ps, study *s)
         if (!rc && !(d = add_dat(ps, name)))
             rc = err->code;
         if (!rc) {
-            text_add(d, "# taotsim plot: scaling along %s: mean and std; %srho_after in %%\n# %s", axes[a],
-                     a == 1 ? "imbalance and " : "", axes[a]);
+            text_add(d, "# taotsim plot: scaling along %s: mean and std; %srho_after in %%\n", axes[a],
+                     a == 1 ? "imbalance and " : "");
+            write_na(d, s);
+            text_add(d, "# %s", axes[a]);
             for (size_t j = 0; j < cv.ncols; j++) {
                 const char *l = cv.labels[j];
                 text_add(d, " %s:rho_after %s:rho_after_std %s:weighted %s:weighted_std", l, l, l, l);
@@ -1393,21 +1684,23 @@ static int find_gnuplot(char *out, size_t size, const char **asked)
     return -1;
 }
 
-/* Runs gnuplot on DIR/SCRIPT with fmt and out set, in DIR; its output
- * (stdout and stderr, the first few KB) lands in said. */
-static int run_gnuplot(const char *gnuplot, const char *dir, const char *script, const char *fmt, const char *out_name,
-                       text *said, int *status)
+/* Runs gnuplot with args (after argv[0]) in dir (NULL: here); its output
+ * (stdout and stderr, the first few KB) lands in said. -1 with errno when it
+ * cannot be started; the child exits 127 when exec fails. */
+static int run_gnuplot(const char *gnuplot, const char *dir, char *const *args, text *said, int *status)
 {
-    char vars[512];
-    snprintf(vars, sizeof vars, "fmt=\"%s\"; out=\"%s\"", fmt, out_name);
-    char *argv[] = {"gnuplot", "-e", vars, (char *)script, NULL};
+    char *argv[8] = {"gnuplot"};
+    for (int i = 0; args[i] && i < 6; i++)
+        argv[i + 1] = args[i];
     int fds[2];
     if (pipe(fds) != 0)
         return -1;
     pid_t pid = fork();
     if (pid < 0) {
+        int e = errno;
         close(fds[0]);
         close(fds[1]);
+        errno = e;
         return -1;
     }
     if (pid == 0) {
@@ -1418,7 +1711,7 @@ static int run_gnuplot(const char *gnuplot, const char *dir, const char *script,
             dup2(null_in, STDIN_FILENO);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
-        if (chdir(dir) != 0)
+        if (dir && chdir(dir) != 0)
             _exit(126);
         execv(gnuplot, argv);
         _exit(127);
@@ -1442,6 +1735,65 @@ static int run_gnuplot(const char *gnuplot, const char *dir, const char *script,
     }
     *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
     return 0;
+}
+
+/* The first non-blank line of what gnuplot said, for a message. */
+static void first_line(const text *said, char *out, size_t size)
+{
+    size_t k = 0;
+    const char *p = said->buf ? said->buf : "";
+    while (*p == '\n' || *p == ' ')
+        p++;
+    for (; *p && *p != '\n' && k + 1 < size; p++)
+        out[k++] = (unsigned char)*p < 0x20 ? ' ' : *p;
+    out[k] = '\0';
+}
+
+/* What to do about a gnuplot that is missing or cannot draw. */
+#define GNUPLOT_FIX                                                                                                    \
+    "install gnuplot with its cairo terminals (Debian and Ubuntu: apt-get install gnuplot-nox) or set "              \
+    "TAOTSIM_GNUPLOT to one; `taotsim plot RESULT.json --format none` writes the data and scripts without it"
+
+/* Finds gnuplot and checks, before anything is written, that it runs and
+ * has the terminals the formats need (pngcairo, svg). A gnuplot that is
+ * missing or cannot draw is a problem of the machine, not a bug: TSIM_E_INPUT
+ * with what to install. */
+static int check_gnuplot(int formats, char *gnuplot, size_t size, tsim_error *err)
+{
+    const char *asked = NULL;
+    if (find_gnuplot(gnuplot, size, &asked) != 0) {
+        if (strchr(asked, '/') || getenv("TAOTSIM_GNUPLOT"))
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "gnuplot not found (TAOTSIM_GNUPLOT=%s is not an executable file): " GNUPLOT_FIX,
+                                  asked);
+        return tsim_error_set(err, TSIM_E_INPUT, "gnuplot not found on PATH: " GNUPLOT_FIX);
+    }
+    char probe[64] = "";
+    snprintf(probe, sizeof probe, "%s%s%s", (formats & TSIM_PLOT_PNG) ? "set terminal pngcairo" : "",
+             (formats & TSIM_PLOT_PNG) && (formats & TSIM_PLOT_SVG) ? "; " : "",
+             (formats & TSIM_PLOT_SVG) ? "set terminal svg" : "");
+    char *args[] = {"-e", probe, NULL};
+    text said = {0};
+    int status = 0;
+    if (run_gnuplot(gnuplot, NULL, args, &said, &status) != 0) {
+        int e = errno;
+        text_free(&said);
+        return tsim_error_set(err, TSIM_E_INPUT, "cannot start %s: %s (free memory or processes and retry)", gnuplot,
+                              strerror(e));
+    }
+    char first[300];
+    first_line(&said, first, sizeof first);
+    bool no_terminal = said.buf && strstr(said.buf, "unknown or ambiguous terminal");
+    text_free(&said);
+    if (status == 127)
+        return tsim_error_set(err, TSIM_E_INPUT, "cannot run %s: " GNUPLOT_FIX, gnuplot);
+    if (no_terminal)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s has no %s terminal (it says: %s): " GNUPLOT_FIX, gnuplot,
+                              (formats & TSIM_PLOT_PNG) ? "pngcairo" : "svg", first);
+    if (status != 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s does not work as gnuplot (exit status %d: %s): " GNUPLOT_FIX,
+                              gnuplot, status, first[0] ? first : "no message");
+    return TSIM_OK;
 }
 
 /* Renders FIGURE.gp into FIGURE.fmt, through a temporary name. */
@@ -1468,28 +1820,28 @@ static int render(const char *gnuplot, const char *outdir, const char *figure_na
     }
     const char *slash = strrchr(f.tmp_path, '/');
     const char *tmp_name = slash ? slash + 1 : f.tmp_path;
+    char vars[512];
+    snprintf(vars, sizeof vars, "fmt=\"%s\"; out=\"%s\"", fmt, tmp_name);
+    char *args[] = {"-e", vars, script, NULL};
     text said = {0};
     int status = 0;
-    if (run_gnuplot(gnuplot, outdir, script, fmt, tmp_name, &said, &status) != 0) {
+    if (run_gnuplot(gnuplot, outdir, args, &said, &status) != 0) {
         int e = errno;
-        rc = tsim_error_set(err, TSIM_E_INTERNAL, "cannot run %s: %s", gnuplot, strerror(e));
+        rc = tsim_error_set(err, TSIM_E_INPUT, "cannot start %s: %s (free memory or processes and retry)", gnuplot,
+                            strerror(e));
     } else {
         struct stat st;
         bool made = stat(f.tmp_path, &st) == 0 && st.st_size > 0;
-        /* Trim gnuplot's output to its first line for the message. */
-        char first[400] = "";
-        if (said.buf) {
-            size_t k = 0;
-            const char *p = said.buf;
-            while (*p == '\n' || *p == ' ')
-                p++;
-            for (; *p && *p != '\n' && k + 1 < sizeof first; p++)
-                first[k++] = *p;
-            first[k] = '\0';
-        }
+        char first[400];
+        first_line(&said, first, sizeof first);
+        /* It drew the terminal check, so a failure here comes from the
+         * script (an edited template) or the machine (a full disk). */
         if (status != 0 || !made) {
-            rc = tsim_error_set(err, TSIM_E_INTERNAL, "gnuplot failed on %s/%s (exit status %d%s): %s", outdir, script,
-                                status, made ? "" : ", no output", first[0] ? first : "no message");
+            rc = tsim_error_set(err, TSIM_E_INPUT,
+                                "gnuplot failed on %s/%s (exit status %d%s): %s; the data and scripts are in %s "
+                                "(check the templates in TAOTSIM_PLOTS_DIR, if set, and the free space)",
+                                outdir, script, status, made ? "" : ", no output", first[0] ? first : "no message",
+                                outdir);
         } else if (said.len && log) {
             fprintf(log, "gnuplot (%s/%s): %s", outdir, script, said.buf);
             if (said.buf[said.len - 1] != '\n')
@@ -1582,6 +1934,12 @@ static int build(const cJSON *root, plotset *ps, const char **study_name, tsim_e
     int n = cJSON_GetArraySize(results);
     if (n == 0)
         return tsim_error_set(err, TSIM_E_INPUT, "\"results\" is empty: nothing to plot");
+    int na = 0;
+    for (int i = 0; i < n; i++)
+        if (cJSON_IsObject(cJSON_GetArrayItem(results, i)) && result_na(cJSON_GetArrayItem(results, i)))
+            na++;
+    if (na == n)
+        return tsim_error_set(err, TSIM_E_INPUT, "every result is n/a (has an \"error\"): nothing to plot");
     study s = {.results = results, .n = n, .err = err};
     const char *name = *study_name;
     if (strcmp(name, "replay") == 0)
@@ -1632,6 +1990,10 @@ int tsim_plot_write_named(const cJSON *result, const char *source, const char *o
     for (size_t i = 0; i < ps.nfig && !rc; i++)
         if (ps.fig[i].vars.oom || scripts[i].oom)
             rc = oom(err);
+    /* gnuplot is checked before anything is written, too. */
+    char gnuplot[4096] = "";
+    if (!rc && formats)
+        rc = check_gnuplot(formats, gnuplot, sizeof gnuplot, err);
     /* Everything is known good from here on: create and write. */
     if (!rc)
         rc = mkdir_p(outdir, err);
@@ -1643,30 +2005,14 @@ int tsim_plot_write_named(const cJSON *result, const char *source, const char *o
         rc = write_file(outdir, name, &scripts[i], written, err);
     }
     if (!rc && formats) {
-        char gnuplot[4096];
-        const char *asked = NULL;
-        if (find_gnuplot(gnuplot, sizeof gnuplot, &asked) != 0) {
-            if (log) {
-                if (strchr(asked, '/') || getenv("TAOTSIM_GNUPLOT"))
-                    fprintf(log, "gnuplot not found (TAOTSIM_GNUPLOT=%s is not an executable file)", asked);
-                else
-                    fprintf(log, "gnuplot not found on PATH");
-                fprintf(log,
-                        ": wrote the data files and gnuplot scripts to %s; to draw the figures, install gnuplot "
-                        "and run: cd %s && for f in *.gp; do gnuplot \"$f\"; done (PNG; add -e 'fmt=\"svg\"' for "
-                        "SVG)\n",
-                        outdir, outdir);
-            }
-        } else {
-            for (size_t i = 0; i < ps.nfig && !rc; i++) {
-                if (formats & TSIM_PLOT_PNG)
-                    rc = render(gnuplot, outdir, ps.fig[i].name, "png", log, written, err);
-                if (!rc && (formats & TSIM_PLOT_SVG))
-                    rc = render(gnuplot, outdir, ps.fig[i].name, "svg", log, written, err);
-            }
-            if (!rc && written)
-                written->rendered = true;
+        for (size_t i = 0; i < ps.nfig && !rc; i++) {
+            if (formats & TSIM_PLOT_PNG)
+                rc = render(gnuplot, outdir, ps.fig[i].name, "png", log, written, err);
+            if (!rc && (formats & TSIM_PLOT_SVG))
+                rc = render(gnuplot, outdir, ps.fig[i].name, "svg", log, written, err);
         }
+        if (!rc && written)
+            written->rendered = true;
     }
     if (scripts)
         for (size_t i = 0; i < ps.nfig; i++)
@@ -1675,6 +2021,12 @@ int tsim_plot_write_named(const cJSON *result, const char *source, const char *o
     free(terminal);
     plotset_free(&ps);
     return rc;
+}
+
+int tsim_plot_check(int formats, tsim_error *err)
+{
+    char gnuplot[4096];
+    return formats ? check_gnuplot(formats, gnuplot, sizeof gnuplot, err) : TSIM_OK;
 }
 
 int tsim_plot_result(const cJSON *result, const char *outdir, int formats, FILE *log, tsim_error *err)

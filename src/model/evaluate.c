@@ -8,6 +8,7 @@
 const char *const tsim_metric_names[TSIM_M_COUNT] = {
     "rho_before", "rho_after", "improve_pp", "intra", "inter", "weighted",
     "offloaded", "traffic_inter_before", "traffic_inter_after", "plan_ns", "step_ms", "speedup",
+    "rehomed_intra", "rehomed_inter",
 };
 
 int tsim_evaluator_init(tsim_evaluator *ev, const tsim_topology *topo, tsim_error *err)
@@ -15,16 +16,21 @@ int tsim_evaluator_init(tsim_evaluator *ev, const tsim_topology *topo, tsim_erro
     memset(ev, 0, sizeof *ev);
     ev->topo = topo;
     size_t R = (size_t)topo->ranks, E = (size_t)topo->experts, K = (size_t)(topo->slots > 0 ? topo->slots : 1);
+    /* A rank with a placement has up to hpr + K slots (all guests, no natives). */
+    size_t slots_max = (size_t)topo->experts_per_rank + K;
     ev->load_before = malloc(sizeof *ev->load_before * R);
     ev->load_after = malloc(sizeof *ev->load_after * R);
     ev->sent = calloc(R * E, sizeof *ev->sent);
-    ev->slot_owner = malloc(sizeof *ev->slot_owner * R * K);
+    ev->slot_owner = malloc(sizeof *ev->slot_owner * R * slots_max);
     ev->pair_cap = R * K + 16;
     ev->pair_keys = malloc(sizeof *ev->pair_keys * ev->pair_cap);
     ev->guest_tokens = malloc(sizeof *ev->guest_tokens * R);
     ev->guest_intra = malloc(sizeof *ev->guest_intra * R);
     ev->guest_inter = malloc(sizeof *ev->guest_inter * R);
-    if (!ev->guest_tokens || !ev->guest_intra || !ev->guest_inter || !ev->load_before || !ev->load_after || !ev->sent || !ev->slot_owner || !ev->pair_keys) {
+    ev->natives = malloc(sizeof *ev->natives * R);
+    ev->guests = malloc(sizeof *ev->guests * R);
+    ev->home_used = topo->home;
+    if (!ev->natives || !ev->guests || !ev->guest_tokens || !ev->guest_intra || !ev->guest_inter || !ev->load_before || !ev->load_after || !ev->sent || !ev->slot_owner || !ev->pair_keys) {
         tsim_evaluator_free(ev);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the evaluator");
     }
@@ -41,6 +47,8 @@ void tsim_evaluator_free(tsim_evaluator *ev)
     free(ev->guest_tokens);
     free(ev->guest_intra);
     free(ev->guest_inter);
+    free(ev->natives);
+    free(ev->guests);
     memset(ev, 0, sizeof *ev);
 }
 
@@ -81,12 +89,58 @@ double tsim_imbalance(const int64_t *load, int ranks)
 int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan, double lambda_eval,
                   const char *label, tsim_metrics *out, tsim_error *err)
 {
+    return tsim_evaluate_placed(ev, rec, plan, NULL, lambda_eval, label, out, err);
+}
+
+/* Rules of eplb.md 1.3 that precede the token rules: the placement itself,
+ * natives + guests per rank. Fills ev->natives and ev->guests. */
+static int check_placement(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan, const char *label,
+                           tsim_error *err)
+{
+    const tsim_topology *t = ev->topo;
+    const int R = t->ranks, E = t->experts, limit = t->experts_per_rank + t->slots;
+    int rc = TSIM_OK;
+    if (plan->placement_experts != E)
+        REJECT("the placement has %d entries, expected one per expert (%d)", plan->placement_experts, E);
+    memset(ev->natives, 0, sizeof *ev->natives * (size_t)R);
+    memset(ev->guests, 0, sizeof *ev->guests * (size_t)R);
+    for (int e = 0; e < E; e++) {
+        if (plan->placement[e] < 0 || plan->placement[e] >= R)
+            REJECT("the placement puts expert %d on rank %d, not in 0..%d", e, plan->placement[e], R - 1);
+        ev->natives[plan->placement[e]]++;
+    }
+    for (int i = 0; i < plan->count; i++) {
+        const tsim_replica *rep = &plan->replicas[i];
+        if (rep->expert < 0 || rep->expert >= E)
+            REJECT("replica %d names expert %d, not in 0..%d", i, rep->expert, E - 1);
+        if (rep->guest < 0 || rep->guest >= R)
+            REJECT("replica %d of expert %d names guest rank %d, not in 0..%d", i, rep->expert, rep->guest, R - 1);
+        ev->guests[rep->guest]++;
+    }
+    if (plan->slot_limited)
+        for (int r = 0; r < R; r++)
+            if (ev->natives[r] + ev->guests[r] > limit)
+                REJECT("rank %d hosts %d natives + %d guests > hpr + K = %d", r, ev->natives[r], ev->guests[r],
+                       limit);
+done:
+    return rc;
+}
+
+int tsim_evaluate_placed(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan, const int32_t *previous,
+                         double lambda_eval, const char *label, tsim_metrics *out, tsim_error *err)
+{
     const tsim_topology *t = ev->topo;
     const int R = t->ranks, E = t->experts, K = t->slots;
     int rc = TSIM_OK;
     memset(out, 0, sizeof *out);
     if (!label)
         label = "?";
+    const bool placed = tsim_plan_has_placement(plan);
+    /* Slots per rank: K, or hpr + K with a placement (the bound is then
+     * hpr + K - natives of the guest rank). */
+    const int slot_stride = placed ? t->experts_per_rank + K : K;
+    const int32_t *home_of = placed ? plan->placement : t->home;
+    ev->home_used = t->home;
 
     if (rec->ranks != R || rec->experts != E)
         return tsim_error_set(err, TSIM_E_INTERNAL, "record %lld is %d x %d, topology is %d x %d",
@@ -95,14 +149,26 @@ int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *p
         return tsim_error_set(err, TSIM_E_INTERNAL, "planner '%s': plan rows have %d ranks, expected %d", label,
                               plan->ranks, R);
 
+    if (placed && (rc = check_placement(ev, rec, plan, label, err)))
+        return rc;
     tsim_native_loads(t, rec, ev->load_before);
-    memcpy(ev->load_after, ev->load_before, sizeof *ev->load_after * (size_t)R);
+    if (placed) {
+        ev->home_used = plan->placement;
+        memset(ev->load_after, 0, sizeof *ev->load_after * (size_t)R);
+        for (int r = 0; r < R; r++) {
+            const int64_t *row = rec->counts + (size_t)r * (size_t)E;
+            for (int e = 0; e < E; e++)
+                ev->load_after[home_of[e]] += row[e];
+        }
+    } else {
+        memcpy(ev->load_after, ev->load_before, sizeof *ev->load_after * (size_t)R);
+    }
     memset(ev->guest_tokens, 0, sizeof *ev->guest_tokens * (size_t)R);
     memset(ev->guest_intra, 0, sizeof *ev->guest_intra * (size_t)R);
     memset(ev->guest_inter, 0, sizeof *ev->guest_inter * (size_t)R);
 
     if (plan->slot_limited)
-        for (size_t i = 0; i < (size_t)R * (size_t)(K > 0 ? K : 1); i++)
+        for (size_t i = 0; i < (size_t)R * (size_t)(slot_stride > 0 ? slot_stride : 1); i++)
             ev->slot_owner[i] = -1;
     if ((size_t)plan->count > ev->pair_cap) {
         /* Only plans without a slot limit (LLEP) can outgrow R*K pairs. */
@@ -121,16 +187,19 @@ int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *p
             REJECT("replica %d names expert %d, not in 0..%d", i, rep->expert, E - 1);
         if (rep->guest < 0 || rep->guest >= R)
             REJECT("replica %d of expert %d names guest rank %d, not in 0..%d", i, rep->expert, rep->guest, R - 1);
-        int home = t->home[rep->expert];
+        int home = home_of[rep->expert];
         if (rep->guest == home)
             REJECT("replica %d puts expert %d on its home rank %d", i, rep->expert, home);
         if (rep->slot < 0)
             REJECT("replica %d of expert %d on rank %d has negative slot %d", i, rep->expert, rep->guest, rep->slot);
         if (plan->slot_limited) {
-            if (rep->slot >= K)
+            if (!placed && rep->slot >= K)
                 REJECT("replica %d of expert %d on rank %d uses slot %d, but K = %d", i, rep->expert, rep->guest,
                        rep->slot, K);
-            int32_t *owner = &ev->slot_owner[(size_t)rep->guest * (size_t)K + (size_t)rep->slot];
+            if (placed && rep->slot >= slot_stride - ev->natives[rep->guest])
+                REJECT("replica %d of expert %d on rank %d uses slot %d, but hpr + K - natives = %d", i, rep->expert,
+                       rep->guest, rep->slot, slot_stride - ev->natives[rep->guest]);
+            int32_t *owner = &ev->slot_owner[(size_t)rep->guest * (size_t)slot_stride + (size_t)rep->slot];
             if (*owner >= 0)
                 REJECT("slot %d of rank %d holds both expert %d and expert %d", rep->slot, rep->guest, *owner,
                        rep->expert);
@@ -178,10 +247,10 @@ int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *p
         const int64_t *row = rec->counts + (size_t)r * (size_t)E;
         const int64_t *sent = ev->sent + (size_t)r * (size_t)E;
         for (int e = 0; e < E; e++) {
-            if (!tsim_same_node(t, r, t->home[e])) {
+            if (!tsim_same_node(t, r, t->home[e]))
                 traffic_before += row[e];
+            if (!tsim_same_node(t, r, home_of[e]))
                 traffic_after += row[e] - sent[e];
-            }
         }
     }
     for (int i = 0; i < plan->count; i++) {
@@ -190,6 +259,20 @@ int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *p
         for (int r = 0; r < R; r++)
             if (row[r] && !tsim_same_node(t, r, g))
                 traffic_after += row[r];
+    }
+
+    /* Weight moves since this planner's previous record of the layer. */
+    int64_t rehomed_intra = 0, rehomed_inter = 0;
+    if (placed || previous) {
+        const int32_t *before = previous ? previous : t->home;
+        for (int e = 0; e < E; e++) {
+            if (before[e] == home_of[e])
+                continue;
+            if (tsim_same_node(t, before[e], home_of[e]))
+                rehomed_intra++;
+            else
+                rehomed_inter++;
+        }
     }
 
     int64_t total_before = 0, total_after = 0;
@@ -211,6 +294,8 @@ int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *p
     out->v[TSIM_M_OFFLOADED] = (double)offloaded;
     out->v[TSIM_M_TRAFFIC_INTER_BEFORE] = (double)traffic_before;
     out->v[TSIM_M_TRAFFIC_INTER_AFTER] = (double)traffic_after;
+    out->v[TSIM_M_REHOMED_INTRA] = (double)rehomed_intra;
+    out->v[TSIM_M_REHOMED_INTER] = (double)rehomed_inter;
 
 done:
     /* Leave the sent matrix zeroed for the next record: only touched cells. */

@@ -24,6 +24,11 @@ typedef enum {
     TSIM_M_PLAN_NS,
     TSIM_M_STEP_MS, /* step-time model estimate (only when a model is set) */
     TSIM_M_SPEEDUP, /* step time of `none` over this plan's (model) */
+    /* Experts whose home' differs from the placement this planner used for
+     * the layer's previous record (eplb.md 1.2): weight moves, reported beside
+     * weighted, never inside it. 0 for planners that never re-home. */
+    TSIM_M_REHOMED_INTRA,
+    TSIM_M_REHOMED_INTER,
     TSIM_M_COUNT
 } tsim_metric_id;
 
@@ -44,6 +49,9 @@ typedef struct {
     int64_t *guest_tokens; /* [R] tokens each rank computes in its guest slots */
     int32_t *guest_intra;  /* [R] replicas each rank hosts from its own node */
     int32_t *guest_inter;  /* [R] replicas each rank hosts from other nodes */
+    int32_t *natives;      /* [R] experts with home' on each rank (plans with a placement) */
+    int32_t *guests;       /* [R] replicas each rank hosts (plans with a placement) */
+    const int32_t *home_used; /* [E] the home' of the last evaluated plan (topo->home without a placement) */
     size_t pair_cap;
 } tsim_evaluator;
 
@@ -59,6 +67,16 @@ double tsim_imbalance(const int64_t *load, int ranks);
  * naming the planner label, the record and the rule. */
 int tsim_evaluate(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan, double lambda_eval,
                   const char *label, tsim_metrics *out, tsim_error *err);
+
+/* The same, for planners that may re-home experts (eplb.md section 1):
+ * previous[E] is the placement the same planner used for the previous record
+ * of this layer, NULL for the static map (a layer's first record). A plan
+ * with a placement is validated by 1.3 and scored with home'; rho_before and
+ * traffic_inter_before stay on the static map; rehomed_intra/_inter compare
+ * home' (the static map without a placement) with previous. Without a
+ * placement and with previous NULL this is exactly tsim_evaluate. */
+int tsim_evaluate_placed(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan, const int32_t *previous,
+                         double lambda_eval, const char *label, tsim_metrics *out, tsim_error *err);
 
 /* Break-even lambda between planners A and B given mean intra/inter; returns
  * 0 and sets *lambda_star, or -1 when the denominator is zero. */

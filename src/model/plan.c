@@ -24,15 +24,34 @@ void tsim_plan_free(tsim_plan *p)
 {
     free(p->replicas);
     free(p->alloc);
+    free(p->placement);
     p->replicas = NULL;
     p->alloc = NULL;
+    p->placement = NULL;
     p->count = p->capacity = 0;
+    p->placement_experts = p->placement_cap = 0;
 }
 
 void tsim_plan_reset(tsim_plan *p)
 {
     p->count = 0;
     p->notes = 0;
+    p->placement_experts = 0;
+}
+
+int32_t *tsim_plan_placement(tsim_plan *p, int experts)
+{
+    if (experts < 1)
+        return NULL;
+    if (experts > p->placement_cap) {
+        int32_t *grown = realloc(p->placement, sizeof *grown * (size_t)experts);
+        if (!grown)
+            return NULL;
+        p->placement = grown;
+        p->placement_cap = experts;
+    }
+    p->placement_experts = experts;
+    return p->placement;
 }
 
 int tsim_plan_add(tsim_plan *p, int expert, int guest, int slot, int64_t planned)
@@ -121,7 +140,10 @@ void tsim_plan_sort(tsim_plan *p)
 
 bool tsim_plan_equal(const tsim_plan *a, const tsim_plan *b)
 {
-    if (a->count != b->count || a->ranks != b->ranks)
+    if (a->count != b->count || a->ranks != b->ranks || a->placement_experts != b->placement_experts)
+        return false;
+    if (a->placement_experts &&
+        memcmp(a->placement, b->placement, sizeof *a->placement * (size_t)a->placement_experts))
         return false;
     for (int i = 0; i < a->count; i++) {
         const tsim_replica *x = &a->replicas[i], *y = &b->replicas[i];

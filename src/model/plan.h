@@ -20,7 +20,7 @@ enum {
     TSIM_NOTE_IPM_FALLBACK = 1u << 1,   /* LPLB ipm fell back to x = 0.5 in some group */
     TSIM_NOTE_THRESHOLD_SKIP = 1u << 2, /* LLEP activation threshold not reached */
     TSIM_NOTE_GPU_FALLBACK = 1u << 3,   /* GPU planner ran on the CPU */
-    TSIM_NOTE_TIME_LIMIT = 1u << 4,     /* optimal: the MIP time limit cut the search short */
+    TSIM_NOTE_NODE_LIMIT = 1u << 4,     /* optimal: the node budget (--optimal-node-limit) cut the MIP search short */
 };
 
 typedef struct {
@@ -31,13 +31,29 @@ typedef struct {
     uint32_t notes;     /* TSIM_NOTE_* bits for this record */
     tsim_replica *replicas;
     int64_t *alloc;     /* [capacity * ranks]: alloc[i * ranks + r] = tokens source r sends to replica i */
+    /* Optional placement (eplb.md 1.1): home'(e) for placement_experts experts;
+     * 0 = none, the static map. Replicas and kept tokens are then relative to
+     * home'. The array is allocated on first use and kept across resets. */
+    int placement_experts;
+    int placement_cap;
+    int32_t *placement;
 } tsim_plan;
 
 int tsim_plan_init(tsim_plan *p, int ranks, int capacity, tsim_error *err);
 void tsim_plan_free(tsim_plan *p);
 
-/* Empties the plan for the next record (keeps the memory). */
+/* Empties the plan for the next record (keeps the memory); no placement. */
 void tsim_plan_reset(tsim_plan *p);
+
+/* Gives the plan a placement of E experts and returns it for the planner to
+ * fill with home'(e) (contents undefined until then). Allocates only when E
+ * outgrows the array. NULL when out of memory. */
+int32_t *tsim_plan_placement(tsim_plan *p, int experts);
+
+static inline bool tsim_plan_has_placement(const tsim_plan *p)
+{
+    return p->placement_experts > 0;
+}
 
 /* Appends a replica with a zeroed alloc row; grows (doubling) only when full.
  * Returns its index, or -1 when out of memory. */
@@ -61,7 +77,8 @@ void tsim_plan_drop_empty(tsim_plan *p);
  * canonical order of the vector format. */
 void tsim_plan_sort(tsim_plan *p);
 
-/* Exact equality of replicas (with planned counts) and alloc rows, in order. */
+/* Exact equality of replicas (with planned counts), alloc rows, in order, and
+ * placements (both absent, or equal). */
 bool tsim_plan_equal(const tsim_plan *a, const tsim_plan *b);
 
 #endif

@@ -20,8 +20,10 @@ void tsim_planner_options_default(tsim_planner_options *o)
     snprintf(o->lplb.graph, sizeof o->lplb.graph, "auto");
     o->lplb.solver = TSIM_LPLB_IPM;
     o->lplb.history = TSIM_LPLB_HISTORY_PREV;
+    o->lplb.rehome = TSIM_LPLB_REHOME_NONE;
+    o->eplb = (tsim_eplb_options){.groups = 1, .history = TSIM_EPLB_HISTORY_PREV, .interval = 8};
     o->fastermoe = (tsim_fastermoe_options){.comp_us = 0.063, .feat_us = 0.02, .model_us = 380.0};
-    o->optimal = (tsim_optimal_options){.mu = 0.001, .time_limit_s = 10.0};
+    o->optimal = (tsim_optimal_options){.mu = 0.001, .node_limit = 20000};
 }
 
 void tsim_planner_options_help(FILE *out)
@@ -41,11 +43,15 @@ void tsim_planner_options_help(FILE *out)
           "  --lplb-graph G            auto|cube8|hypercube16|ring8|torus:MxN (default auto)\n"
           "  --lplb-solver ipm|exact   LPLB LP solver (default ipm)\n"
           "  --lplb-history prev|none|oracle  LPLB replicated-expert choice (default prev)\n"
+          "  --lplb-rehome none|eplb   LPLB: re-home experts with EPLB before replicating (default none)\n"
+          "  --eplb-groups G           EPLB: the router's expert groups, num_groups (default 1)\n"
+          "  --eplb-history prev|oracle|none  EPLB: what the layout is computed from (default prev)\n"
+          "  --eplb-interval N         EPLB: records of a layer between recomputations (default 8)\n"
           "  --fastermoe-comp-us X     FasterMoE: compute per token, us (default 0.063)\n"
           "  --fastermoe-feat-us X     FasterMoE: send one token's features, us (default 0.02)\n"
           "  --fastermoe-model-us X    FasterMoE: send one expert's weights, us (default 380)\n"
           "  --optimal-mu X            optimal: weight of the weighted cost against imbalance (default 0.001)\n"
-          "  --optimal-time-limit S    optimal: GLPK time limit per record, seconds (default 10)\n",
+          "  --optimal-node-limit N    optimal: branch-and-bound subproblems per record (default 20000)\n",
           out);
 }
 
@@ -133,6 +139,11 @@ int tsim_planner_options_set(tsim_planner_options *o, const char *name, const ch
             return rc;
         return tsim_parse_double(value, 0, 1e9, &o->llep.threshold, "--llep-threshold", err);
     }
+    if (strcmp(name, "optimal-node-limit") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        return tsim_parse_int(value, 1, 1000000000, &o->optimal.node_limit, "--optimal-node-limit", err);
+    }
     if (strcmp(name, "lplb-graph") == 0) {
         if ((rc = need_value(name, value, err)))
             return rc;
@@ -166,6 +177,41 @@ int tsim_planner_options_set(tsim_planner_options *o, const char *name, const ch
                                   value);
         return TSIM_OK;
     }
+    if (strcmp(name, "lplb-rehome") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        if (strcmp(value, "none") == 0)
+            o->lplb.rehome = TSIM_LPLB_REHOME_NONE;
+        else if (strcmp(value, "eplb") == 0)
+            o->lplb.rehome = TSIM_LPLB_REHOME_EPLB;
+        else
+            return tsim_error_set(err, TSIM_E_INPUT, "--lplb-rehome: expected none or eplb, got '%s'", value);
+        return TSIM_OK;
+    }
+    if (strcmp(name, "eplb-groups") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        return tsim_parse_int(value, 1, 1 << 30, &o->eplb.groups, "--eplb-groups", err);
+    }
+    if (strcmp(name, "eplb-interval") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        return tsim_parse_int(value, 1, 1 << 30, &o->eplb.interval, "--eplb-interval", err);
+    }
+    if (strcmp(name, "eplb-history") == 0) {
+        if ((rc = need_value(name, value, err)))
+            return rc;
+        if (strcmp(value, "prev") == 0)
+            o->eplb.history = TSIM_EPLB_HISTORY_PREV;
+        else if (strcmp(value, "oracle") == 0)
+            o->eplb.history = TSIM_EPLB_HISTORY_ORACLE;
+        else if (strcmp(value, "none") == 0)
+            o->eplb.history = TSIM_EPLB_HISTORY_NONE;
+        else
+            return tsim_error_set(err, TSIM_E_INPUT, "--eplb-history: expected prev, oracle or none, got '%s'",
+                                  value);
+        return TSIM_OK;
+    }
     static const struct {
         const char *name;
         size_t offset;
@@ -175,7 +221,6 @@ int tsim_planner_options_set(tsim_planner_options *o, const char *name, const ch
         {"fastermoe-feat-us", offsetof(tsim_planner_options, fastermoe.feat_us), 0, 1e9},
         {"fastermoe-model-us", offsetof(tsim_planner_options, fastermoe.model_us), 0, 1e12},
         {"optimal-mu", offsetof(tsim_planner_options, optimal.mu), 0, 1e9},
-        {"optimal-time-limit", offsetof(tsim_planner_options, optimal.time_limit_s), 0.001, 86400},
     };
     for (size_t i = 0; i < sizeof doubles / sizeof doubles[0]; i++) {
         if (strcmp(name, doubles[i].name) != 0)
@@ -209,8 +254,8 @@ void tsim_planner_stop(tsim_planner *p)
 static const char *const option_names[] = {
     "lambda-plan", "taot-phase3", "taot-no-flow-hint", "taot-no-comm-cost", "taot-iters", "taot-self-bonus",
     "taot-auction-rounds", "taot-device", "llep-alpha", "llep-min-chunk", "llep-threshold", "lplb-graph",
-    "lplb-solver", "lplb-history", "fastermoe-comp-us", "fastermoe-feat-us", "fastermoe-model-us", "optimal-mu",
-    "optimal-time-limit", NULL,
+    "lplb-solver", "lplb-history", "lplb-rehome", "eplb-groups", "eplb-history", "eplb-interval", "fastermoe-comp-us", "fastermoe-feat-us", "fastermoe-model-us", "optimal-mu",
+    "optimal-node-limit", NULL,
 };
 
 bool tsim_planner_option_is_flag(const char *name)

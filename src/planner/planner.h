@@ -17,6 +17,8 @@ enum { TSIM_TAOT_AUCTION = 0, TSIM_TAOT_SPLIT = 1 };
 enum { TSIM_DEVICE_CPU = 0, TSIM_DEVICE_GPU = 1 };
 enum { TSIM_LPLB_IPM = 0, TSIM_LPLB_EXACT = 1 };
 enum { TSIM_LPLB_HISTORY_PREV = 0, TSIM_LPLB_HISTORY_NONE = 1, TSIM_LPLB_HISTORY_ORACLE = 2 };
+enum { TSIM_LPLB_REHOME_NONE = 0, TSIM_LPLB_REHOME_EPLB = 1 };
+enum { TSIM_EPLB_HISTORY_PREV = 0, TSIM_EPLB_HISTORY_ORACLE = 1, TSIM_EPLB_HISTORY_NONE = 2 };
 
 typedef struct {
     int phase3;          /* TSIM_TAOT_AUCTION (default) or TSIM_TAOT_SPLIT */
@@ -39,7 +41,15 @@ typedef struct {
     char graph[TSIM_LPLB_GRAPH_MAX]; /* auto, cube8, hypercube16, torus:MxN, ring8 */
     int solver;          /* TSIM_LPLB_IPM (default) or TSIM_LPLB_EXACT */
     int history;         /* TSIM_LPLB_HISTORY_* (prev default) */
+    int rehome;          /* TSIM_LPLB_REHOME_NONE (default) or _EPLB: re-home with EPLB first (eplb.md 4) */
 } tsim_lplb_options;
+
+/* DeepSeek EPLB (eplb.md section 3); K is the common --slots. */
+typedef struct {
+    int groups;          /* EPLB's num_groups (1) */
+    int history;         /* TSIM_EPLB_HISTORY_* (prev default) */
+    int interval;        /* records of a layer between recomputations under prev (8) */
+} tsim_eplb_options;
 
 /* FasterMoE dynamic shadowing cost model, per token / per expert, in
  * microseconds (only their ratios matter). */
@@ -52,7 +62,7 @@ typedef struct {
 /* The `optimal` MIP yardstick. */
 typedef struct {
     double mu;           /* weight of the weighted cost against imbalance (0.001) */
-    double time_limit_s; /* GLPK time limit per record, seconds (10) */
+    int node_limit;      /* branch-and-bound subproblems per record (20000); deterministic, unlike a clock */
 } tsim_optimal_options;
 
 /* Every planner's options in one place: common ones plus one block per planner.
@@ -62,6 +72,7 @@ typedef struct {
     tsim_taot_options taot;
     tsim_llep_options llep;
     tsim_lplb_options lplb;
+    tsim_eplb_options eplb;
     tsim_fastermoe_options fastermoe;
     tsim_optimal_options optimal;
 } tsim_planner_options;
@@ -94,6 +105,11 @@ typedef struct tsim_planner_desc {
      * caller), with results identical to n calls of plan. Planners that gain
      * from batches (TAOT on the GPU) set it; callers fall back to plan. */
     int (*plan_batch)(void *state, const tsim_record *const *recs, int n, tsim_plan *plans, tsim_error *err);
+    /* Optional, for planners with memory across records (test vectors with a
+     * history): seeds a layer as if its earlier records had been planned.
+     * history[E] is what the layer's next record takes as its history (NULL:
+     * none); placement[E] the placement in force (NULL: the static map). */
+    int (*prime)(void *state, int64_t layer, const int64_t *history, const int32_t *placement, tsim_error *err);
 } tsim_planner_desc;
 
 

@@ -14,10 +14,11 @@ extern const tsim_planner_desc tsim_planner_llep;
 extern const tsim_planner_desc tsim_planner_lplb;
 extern const tsim_planner_desc tsim_planner_fastermoe;
 extern const tsim_planner_desc tsim_planner_optimal;
+extern const tsim_planner_desc tsim_planner_eplb;
 
 static const tsim_planner_desc *const registry[] = {
     &tsim_planner_none, &tsim_planner_taot, &tsim_planner_echo, &tsim_planner_llep, &tsim_planner_lplb,
-    &tsim_planner_fastermoe, &tsim_planner_optimal, NULL,
+    &tsim_planner_fastermoe, &tsim_planner_optimal, &tsim_planner_eplb, NULL,
 };
 
 const tsim_planner_desc *const *tsim_planner_all(void)

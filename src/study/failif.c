@@ -1,6 +1,13 @@
 /* --fail-if expressions: a lexer, a recursive-descent parser that builds a
  * small tree (checking at parse time that comparisons and values sit where
- * they belong), and an evaluator that also renders the explanation. */
+ * they belong), and an evaluator that also renders the explanation.
+ *
+ * Every recursion is bounded by MAX_DEPTH, on hostile input too: the parser
+ * counts its own nesting ('(', function calls, unary minus), and every node
+ * records the height of its subtree, so a long flat chain ('1+1+...+1', whose
+ * tree is as deep as it is long) is refused at parse time as well. The
+ * evaluator and node_free walk only trees that passed, so their recursion is
+ * bounded by the same number. */
 #include "failif.h"
 
 #include <errno.h>
@@ -11,7 +18,8 @@
 #include <string.h>
 
 /* Deeper nesting than this is surely not a gate anyone writes; the bound keeps
- * the recursion off the end of the stack on hostile input. */
+ * the recursion off the end of the stack on hostile input. It bounds both the
+ * parser's nesting and the height of the tree (operators chained in a row). */
 #define MAX_DEPTH 200
 
 typedef enum {
@@ -68,6 +76,7 @@ typedef struct fnode {
     node_kind kind;
     int col;     /* where the node's text starts (its '(' when parenthesised) */
     int op_col;  /* the operator's column, for binary nodes */
+    int height;  /* nodes on the longest path down from here, this one included */
     double num;  /* N_NUM */
     char *text;  /* N_NUM: the literal as written; N_NAME: the name */
     struct fnode *a, *b;
@@ -194,6 +203,7 @@ static fnode *node_new(node_kind kind, int col)
         n->kind = kind;
         n->col = col;
         n->op_col = col;
+        n->height = 1;
     }
     return n;
 }
@@ -230,6 +240,31 @@ static int syntax_error(const parser *p, int col, const char *fmt, ...)
 static int out_of_memory(tsim_error *err)
 {
     return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory in --fail-if");
+}
+
+static int too_deep(const parser *p, int col)
+{
+    return syntax_error(p, col, "expression nested too deeply (more than %d levels)", MAX_DEPTH);
+}
+
+/* Hangs a and b (either may be NULL) under n and records n's height. False,
+ * with the error set, when the tree would get deeper than MAX_DEPTH; the
+ * caller then frees n, children included. */
+static bool adopt(const parser *p, fnode *n, fnode *a, fnode *b, int col)
+{
+    n->a = a;
+    n->b = b;
+    int below = 0;
+    if (a && a->height > below)
+        below = a->height;
+    if (b && b->height > below)
+        below = b->height;
+    n->height = below + 1;
+    if (n->height > MAX_DEPTH) {
+        too_deep(p, col);
+        return false;
+    }
+    return true;
 }
 
 /* "'x'" for a token, "the end of the expression" for the end. */
@@ -483,10 +518,12 @@ static fnode *parse_call(parser *p, node_kind kind, const token *name_tok)
         out_of_memory(p->err);
         return fail(args[0], args[1]);
     }
-    n->a = args[0];
-    n->b = args[1];
+    if (!adopt(p, n, args[0], args[1], name_tok->col))
+        return fail(n, NULL);
     return n;
 }
+
+static fnode *parse_unary(parser *p);
 
 static fnode *parse_unary_inner(parser *p)
 {
@@ -495,7 +532,8 @@ static fnode *parse_unary_inner(parser *p)
     switch (t->kind) {
     case T_MINUS: {
         p->pos++;
-        fnode *child = parse_unary_inner(p);
+        /* Through parse_unary, so that '---...-1' counts against the depth. */
+        fnode *child = parse_unary(p);
         if (!child)
             return NULL;
         if (!check_value(p, child, "an operand", "-"))
@@ -505,7 +543,8 @@ static fnode *parse_unary_inner(parser *p)
             out_of_memory(p->err);
             return fail(child, NULL);
         }
-        n->a = child;
+        if (!adopt(p, n, child, NULL, t->col))
+            return fail(n, NULL);
         return n;
     }
     case T_LPAREN: {
@@ -569,7 +608,7 @@ static fnode *parse_unary_inner(parser *p)
 static fnode *parse_unary(parser *p)
 {
     if (++p->depth > MAX_DEPTH) {
-        syntax_error(p, cur(p)->col, "expression nested too deeply (more than %d levels)", MAX_DEPTH);
+        too_deep(p, cur(p)->col);
         return NULL;
     }
     fnode *n = parse_unary_inner(p);
@@ -585,8 +624,8 @@ static fnode *binary(parser *p, node_kind kind, fnode *a, fnode *b, int op_col)
         return fail(a, b);
     }
     n->op_col = op_col;
-    n->a = a;
-    n->b = b;
+    if (!adopt(p, n, a, b, op_col))
+        return fail(n, NULL);
     return n;
 }
 

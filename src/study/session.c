@@ -6,7 +6,7 @@
 #include "clock.h"
 
 const char *const tsim_note_names[TSIM_NOTE_KINDS] = {
-    "auction_capped", "ipm_fallback", "threshold_skip", "gpu_fallback", "time_limit",
+    "auction_capped", "ipm_fallback", "threshold_skip", "gpu_fallback", "node_limit",
 };
 
 int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots, const int32_t *home,
@@ -24,7 +24,8 @@ int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_nod
     s->home_tokens = malloc(sizeof *s->home_tokens * (size_t)ranks);
     s->planners = calloc((size_t)n_planners, sizeof *s->planners);
     s->results = calloc((size_t)n_planners, sizeof *s->results);
-    if (!s->planners || !s->results || !s->home_tokens) {
+    s->previous = calloc((size_t)n_planners, sizeof *s->previous);
+    if (!s->planners || !s->results || !s->home_tokens || !s->previous) {
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
         goto fail;
     }
@@ -47,7 +48,12 @@ void tsim_session_free(tsim_session *s)
         tsim_planner_stop(&s->planners[i]);
         for (int m = 0; m < TSIM_M_COUNT; m++)
             tsim_series_free(&s->results[i].metrics[m]);
+        if (s->previous) {
+            free(s->previous[i].layers);
+            free(s->previous[i].placements);
+        }
     }
+    free(s->previous);
     free(s->planners);
     free(s->results);
     free(s->ids);
@@ -56,6 +62,65 @@ void tsim_session_free(tsim_session *s)
     tsim_evaluator_free(&s->ev);
     tsim_topology_free(&s->topo);
     memset(s, 0, sizeof *s);
+}
+
+/* Row of the layer's previous placement, or -(insertion point) - 1. */
+static int previous_find(const tsim_previous_placements *pp, int64_t layer)
+{
+    int lo = 0, hi = pp->count;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (pp->layers[mid] < layer)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < pp->count && pp->layers[lo] == layer ? lo : -lo - 1;
+}
+
+/* Remembers placement (NULL: the static map) as the layer's previous one.
+ * Allocates only for a layer not seen before. */
+static int previous_store(tsim_session *s, int planner, int64_t layer, const int32_t *placement, tsim_error *err)
+{
+    tsim_previous_placements *pp = &s->previous[planner];
+    const size_t E = (size_t)s->topo.experts;
+    int at = previous_find(pp, layer);
+    if (at < 0) {
+        if (!placement)
+            return TSIM_OK; /* the static map is what an unknown layer compares with */
+        at = -at - 1;
+        if (pp->count == pp->cap) {
+            int cap = pp->cap ? 2 * pp->cap : 8;
+            int64_t *layers = realloc(pp->layers, sizeof *layers * (size_t)cap);
+            if (!layers)
+                return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for previous placements");
+            pp->layers = layers;
+            int32_t *rows = realloc(pp->placements, sizeof *rows * (size_t)cap * E);
+            if (!rows)
+                return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for previous placements");
+            pp->placements = rows;
+            pp->cap = cap;
+        }
+        memmove(pp->layers + at + 1, pp->layers + at, sizeof *pp->layers * (size_t)(pp->count - at));
+        memmove(pp->placements + (size_t)(at + 1) * E, pp->placements + (size_t)at * E,
+                sizeof *pp->placements * (size_t)(pp->count - at) * E);
+        pp->layers[at] = layer;
+        pp->count++;
+    }
+    memcpy(pp->placements + (size_t)at * E, placement ? placement : s->topo.home, sizeof *pp->placements * E);
+    return TSIM_OK;
+}
+
+int tsim_session_set_previous(tsim_session *s, int planner, int64_t layer, const int32_t *placement,
+                              tsim_error *err)
+{
+    if (planner < 0 || planner >= s->n_planners)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "no planner %d in the session", planner);
+    for (int e = 0; placement && e < s->topo.experts; e++)
+        if (placement[e] < 0 || placement[e] >= s->topo.ranks)
+            return tsim_error_set(err, TSIM_E_INPUT, "previous placement puts expert %d on rank %d, not in 0..%d",
+                                  e, placement[e], s->topo.ranks - 1);
+    return previous_store(s, planner, layer, placement, err);
 }
 
 int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err)
@@ -82,8 +147,18 @@ int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err
             return rc;
         }
         tsim_metrics m;
-        if ((rc = tsim_evaluate(&s->ev, rec, &s->plan, s->lambda_eval, p->label, &m, err)))
+        const tsim_previous_placements *pp = &s->previous[i];
+        const int at = previous_find(pp, rec->layer);
+        const int32_t *previous = at >= 0 ? pp->placements + (size_t)at * (size_t)s->topo.experts : NULL;
+        if ((rc = tsim_evaluate_placed(&s->ev, rec, &s->plan, previous, s->lambda_eval, p->label, &m, err)))
             return rc;
+        if (tsim_plan_has_placement(&s->plan)) {
+            s->rehoming = true;
+            if ((rc = previous_store(s, i, rec->layer, s->plan.placement, err)))
+                return rc;
+        } else if (previous && (rc = previous_store(s, i, rec->layer, NULL, err))) {
+            return rc;
+        }
         m.v[TSIM_M_PLAN_NS] = (double)(t1 - t0);
         if (s->step_model_on) {
             const int R = s->topo.ranks;
@@ -115,6 +190,8 @@ bool tsim_session_metric_on(const tsim_session *s, int metric)
         return s->timing;
     if (metric == TSIM_M_STEP_MS || metric == TSIM_M_SPEEDUP)
         return s->step_model_on;
+    if (metric == TSIM_M_REHOMED_INTRA || metric == TSIM_M_REHOMED_INTER)
+        return s->rehoming;
     return true;
 }
 

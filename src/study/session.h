@@ -28,6 +28,16 @@ typedef struct {
     int64_t index, microbatch, layer;
 } tsim_record_id;
 
+/* The placement one planner used for the previous record of each layer: what
+ * rehomed_intra/_inter compare with (eplb.md 1.2). Kept only for layers on
+ * which the planner has re-homed (others compare with the static map); a
+ * layer's row is allocated the first time, then overwritten. */
+typedef struct {
+    int64_t *layers;     /* [cap], ascending */
+    int32_t *placements; /* [cap * E], row k for layers[k] */
+    int count, cap;
+} tsim_previous_placements;
+
 struct tsim_session;
 /* Called after each evaluated plan (for --per-record / --dump-plans). The plan
  * may be sorted by the callee. Return non-zero (with err set) to stop. */
@@ -51,6 +61,8 @@ typedef struct tsim_session {
     int64_t n_ids, cap_ids;
     tsim_plan_hook hook;
     void *hook_ctx;
+    tsim_previous_placements *previous; /* [n_planners] */
+    bool rehoming;                /* some plan carried a placement: rehomed_* are reported */
 } tsim_session;
 
 /* Copies the topology (home included), starts every planner. */
@@ -60,6 +72,11 @@ void tsim_session_free(tsim_session *s);
 
 /* Plans and scores one record with every planner. */
 int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err);
+
+/* Sets the placement planner i is taken to have used for the previous record
+ * of a layer (NULL: the static map), e.g. a test vector's prev_placement. */
+int tsim_session_set_previous(tsim_session *s, int planner, int64_t layer, const int32_t *placement,
+                              tsim_error *err);
 
 /* Whether a metric is measured in this session (plan_ns needs timing, the
  * step metrics need the step model). */

@@ -51,6 +51,22 @@ static void copy_str(char *dst, size_t n, const cJSON *obj, const char *key)
         snprintf(dst, n, "%s", it->valuestring);
 }
 
+/* E ranks in 0..R-1; non-zero when not. */
+static int read_placement(const cJSON *arr, int R, int E, int32_t *out)
+{
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != E)
+        return -1;
+    int e = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, arr)
+    {
+        if (!cJSON_IsNumber(c) || c->valuedouble < 0 || c->valuedouble >= R || c->valuedouble != (int)c->valuedouble)
+            return -1;
+        out[e++] = (int32_t)c->valuedouble;
+    }
+    return 0;
+}
+
 #define BAD(...)                                                          \
     do {                                                                  \
         tsim_error_set(err, TSIM_E_INPUT, __VA_ARGS__);                   \
@@ -100,9 +116,18 @@ static int apply_options(tsim_vector *v, const cJSON *opts, tsim_error *err)
     if ((it = cJSON_GetObjectItemCaseSensitive(opts, "solver")) && cJSON_IsString(it))
         if (tsim_planner_options_set(&v->opts, "lplb-solver", it->valuestring, &known, err))
             return TSIM_E_INPUT;
+    /* "history" belongs to the vector's planner: eplb's or lplb's. */
+    const bool eplb = strcmp(v->planner, "eplb") == 0;
     if ((it = cJSON_GetObjectItemCaseSensitive(opts, "history")) && cJSON_IsString(it))
-        if (tsim_planner_options_set(&v->opts, "lplb-history", it->valuestring, &known, err))
+        if (tsim_planner_options_set(&v->opts, eplb ? "eplb-history" : "lplb-history", it->valuestring, &known, err))
             return TSIM_E_INPUT;
+    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "rehome")) && cJSON_IsString(it))
+        if (tsim_planner_options_set(&v->opts, "lplb-rehome", it->valuestring, &known, err))
+            return TSIM_E_INPUT;
+    if (get_int(opts, "groups", &i) == 0)
+        v->opts.eplb.groups = (int)i;
+    if (get_int(opts, "interval", &i) == 0)
+        v->opts.eplb.interval = (int)i;
     return TSIM_OK;
 }
 
@@ -161,6 +186,33 @@ int tsim_vector_load(tsim_vector *v, const char *path, tsim_error *err)
         r++;
     }
 
+    const cJSON *prev = cJSON_GetObjectItemCaseSensitive(v->root, "prev_expert_counts");
+    if (prev) {
+        if (!cJSON_IsArray(prev) || cJSON_GetArraySize(prev) != E)
+            BAD("\"prev_expert_counts\" must have %d numbers", E);
+        if (!(v->prev_expert_counts = malloc(sizeof *v->prev_expert_counts * (size_t)E))) {
+            tsim_vector_free(v);
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        }
+        int e = 0;
+        const cJSON *c;
+        cJSON_ArrayForEach(c, prev)
+        {
+            if (!cJSON_IsNumber(c) || c->valuedouble < 0 || c->valuedouble > (double)TSIM_MAX_COUNT * R)
+                BAD("\"prev_expert_counts\" entry %d is not a count", e);
+            v->prev_expert_counts[e++] = (int64_t)c->valuedouble;
+        }
+    }
+    const cJSON *prev_pl = cJSON_GetObjectItemCaseSensitive(v->root, "prev_placement");
+    if (prev_pl) {
+        if (!(v->prev_placement = malloc(sizeof *v->prev_placement * (size_t)E))) {
+            tsim_vector_free(v);
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        }
+        if (read_placement(prev_pl, R, E, v->prev_placement))
+            BAD("\"prev_placement\" must have %d ranks in 0..%d", E, R - 1);
+    }
+
     const cJSON *expect = cJSON_GetObjectItemCaseSensitive(v->root, "expect");
     if (!cJSON_IsObject(expect))
         return TSIM_OK;
@@ -217,6 +269,18 @@ int tsim_vector_load(tsim_vector *v, const char *path, tsim_error *err)
         v->rho_after = x->valuedouble;
     get_int(expect, "intra", &v->intra);
     get_int(expect, "inter", &v->inter);
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(expect, "placement");
+    if (pl) {
+        int32_t *home = tsim_plan_placement(&v->expect, E);
+        if (!home) {
+            tsim_vector_free(v);
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        }
+        if (read_placement(pl, R, E, home))
+            BAD("expect.placement must have %d ranks in 0..%d", E, R - 1);
+    }
+    v->has_rehomed = get_int(expect, "rehomed_intra", &v->rehomed_intra) == 0 &&
+                     get_int(expect, "rehomed_inter", &v->rehomed_inter) == 0;
     tsim_plan_sort(&v->expect);
     return TSIM_OK;
 }
@@ -226,6 +290,8 @@ void tsim_vector_free(tsim_vector *v)
     tsim_record_free(&v->record);
     tsim_plan_free(&v->expect);
     free(v->loads_after);
+    free(v->prev_expert_counts);
+    free(v->prev_placement);
     cJSON_Delete(v->root);
     memset(v, 0, sizeof *v);
 }
@@ -253,8 +319,35 @@ cJSON *tsim_vector_options_json(const char *planner, int slots, int ranks_per_no
         cJSON_AddStringToObject(j, "graph", o->lplb.graph);
         cJSON_AddStringToObject(j, "solver", solvers[o->lplb.solver]);
         cJSON_AddStringToObject(j, "history", hist[o->lplb.history]);
+        if (o->lplb.rehome == TSIM_LPLB_REHOME_EPLB) /* absent by default: older outputs unchanged */
+            cJSON_AddStringToObject(j, "rehome", "eplb");
+    } else if (strcmp(planner, "eplb") == 0) {
+        static const char *const hist[] = {"prev", "oracle", "none"};
+        cJSON_AddNumberToObject(j, "groups", o->eplb.groups);
+        cJSON_AddStringToObject(j, "history", hist[o->eplb.history]);
+        cJSON_AddNumberToObject(j, "interval", o->eplb.interval);
     }
     return j;
+}
+
+int tsim_vector_run(tsim_session *s, const tsim_vector *v, tsim_error *err)
+{
+    const int64_t layer = v->record.layer;
+    const bool seeded = v->prev_expert_counts || v->prev_placement;
+    for (int i = 0; seeded && i < s->n_planners; i++) {
+        tsim_planner *p = &s->planners[i];
+        if (!p->desc->prime)
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "planner '%s' keeps no history, so it cannot take the vector's prev_expert_counts "
+                                  "or prev_placement",
+                                  p->label);
+        int rc = p->desc->prime(p->state, layer, v->prev_expert_counts, v->prev_placement, err);
+        if (!rc && v->prev_placement)
+            rc = tsim_session_set_previous(s, i, layer, v->prev_placement, err);
+        if (rc)
+            return rc;
+    }
+    return tsim_session_record(s, &v->record, err);
 }
 
 static cJSON *int_array(const int64_t *vals, int n)
@@ -300,5 +393,12 @@ cJSON *tsim_vector_plan_json(const char *name, const char *planner, cJSON *optio
     cJSON_AddNumberToObject(got, "rho_after", m->v[TSIM_M_RHO_AFTER]);
     cJSON_AddNumberToObject(got, "intra", m->v[TSIM_M_INTRA]);
     cJSON_AddNumberToObject(got, "inter", m->v[TSIM_M_INTER]);
+    if (tsim_plan_has_placement(plan)) {
+        cJSON *pl = cJSON_AddArrayToObject(got, "placement");
+        for (int e = 0; e < plan->placement_experts; e++)
+            cJSON_AddItemToArray(pl, cJSON_CreateNumber(plan->placement[e]));
+        cJSON_AddNumberToObject(got, "rehomed_intra", m->v[TSIM_M_REHOMED_INTRA]);
+        cJSON_AddNumberToObject(got, "rehomed_inter", m->v[TSIM_M_REHOMED_INTER]);
+    }
     return j;
 }

@@ -21,10 +21,19 @@
  * Hotspot (the authors' injection). H = round(f T R) hot tokens per record,
  * split over the source ranks as evenly as possible (rank r takes
  * floor(H / R), plus one when r < H mod R): they are the first tokens of each
- * rank. The hot set is the home experts of ranks 0..hot_ranks-1 (m of them).
- * With m >= k a hot token picks k distinct hot experts from p restricted to the
- * hot set; with m < k it picks all m and the remaining k - m from p over the
- * other experts.
+ * rank. The hot ranks are ranks 0..N-1 (--hot-ranks N, the default N = 1),
+ * the first N ranks of every node (per-node:N) or a given list; the hot set is
+ * the first M home experts of each hot rank (--hot-experts M, default all of
+ * them), m experts in all. Hot expert e, the j-th (from 0) chosen on its rank,
+ * weighs
+ *
+ *     w_e = p_e * (j + 1)^-S        (S = --hot-skew, default 0)
+ *
+ * so S = 0 spreads the hotspot as the base popularity does and a large S
+ * piles it onto the first experts of each hot rank. With m >= k a hot token
+ * picks k distinct hot experts from w (sequentially without replacement, like
+ * base tokens); with m < k it picks all m, whatever S, and the remaining
+ * k - m from p over the other experts.
  *
  * Random streams. Every (record, source rank) has two GSL mt19937 streams, one
  * for its hot tokens and one for its base tokens, seeded by hashing --seed with
@@ -36,7 +45,9 @@
 
 #include "gen.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,7 +75,11 @@ void tsim_gen_params_default(tsim_gen_params *p)
     p->layers = 4;
     p->concentration = 200.0;
     p->drift = 0.05;
+    p->hot_placement = TSIM_HOT_FIRST;
     p->hot_ranks = 1;
+    p->n_hot_list = 0;
+    p->hot_experts = 0;
+    p->hot_skew = 0.0;
     p->hot_fraction = 0.0;
     p->seed = 1;
 }
@@ -100,15 +115,224 @@ int tsim_gen_params_check(const tsim_gen_params *p, tsim_error *err)
         return tsim_error_set(err, TSIM_E_INPUT, "--concentration %g is out of range 0.001..1e9", p->concentration);
     if (!(p->drift >= 0.0 && p->drift <= 1.0))
         return tsim_error_set(err, TSIM_E_INPUT, "--drift %g is out of range 0..1", p->drift);
-    if (p->hot_ranks < 1 || p->hot_ranks > p->ep)
-        return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks %d is out of range 1..%d (the EP size)", p->hot_ranks,
-                              p->ep);
+    switch (p->hot_placement) {
+    case TSIM_HOT_FIRST:
+        if (p->hot_ranks < 1 || p->hot_ranks > p->ep)
+            return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks %d is out of range 1..%d (the EP size)",
+                                  p->hot_ranks, p->ep);
+        break;
+    case TSIM_HOT_PER_NODE: {
+        int most = p->ranks_per_node < p->ep ? p->ranks_per_node : p->ep;
+        if (p->hot_ranks < 1 || p->hot_ranks > most)
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "--hot-ranks per-node:%d is out of range 1..%d (the ranks per node, at most the EP "
+                                  "size)",
+                                  p->hot_ranks, most);
+        break;
+    }
+    case TSIM_HOT_LIST:
+        if (p->n_hot_list < 1 || p->n_hot_list > TSIM_GEN_MAX_HOT_LIST)
+            return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks: a list of 1..%d ranks, got %d",
+                                  TSIM_GEN_MAX_HOT_LIST, p->n_hot_list);
+        for (int i = 0; i < p->n_hot_list; i++) {
+            if (p->hot_list[i] < 0 || p->hot_list[i] >= p->ep)
+                return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks: rank %d is out of range 0..%d (EP%d)",
+                                      p->hot_list[i], p->ep - 1, p->ep);
+            if (i > 0 && p->hot_list[i] <= p->hot_list[i - 1])
+                return tsim_error_set(err, TSIM_E_INPUT,
+                                      "--hot-ranks: the ranks must be distinct and ascending (%d after %d)",
+                                      p->hot_list[i], p->hot_list[i - 1]);
+        }
+        break;
+    default:
+        return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks: unknown placement %d", (int)p->hot_placement);
+    }
+    if (p->hot_experts < 0 || p->hot_experts > p->experts / p->ep)
+        return tsim_error_set(err, TSIM_E_INPUT, "--hot-experts %d is out of range 1..%d (the experts per rank)",
+                              p->hot_experts, p->experts / p->ep);
+    if (!(p->hot_skew >= 0.0 && p->hot_skew <= TSIM_GEN_MAX_SKEW))
+        return tsim_error_set(err, TSIM_E_INPUT, "--hot-skew %g is out of range 0..%g", p->hot_skew,
+                              TSIM_GEN_MAX_SKEW);
     if (!(p->hot_fraction >= 0.0 && p->hot_fraction <= 1.0))
         return tsim_error_set(err, TSIM_E_INPUT, "--hot-fraction %g is out of range 0..1", p->hot_fraction);
     if (p->seed > TSIM_GEN_MAX_SEED)
         return tsim_error_set(err, TSIM_E_INPUT, "--seed %llu is out of range 0..%llu", (unsigned long long)p->seed,
                               (unsigned long long)TSIM_GEN_MAX_SEED);
     return TSIM_OK;
+}
+
+static int parse_rank_list(const char *s, tsim_gen_params *p, const char *shown, tsim_error *err)
+{
+    int n = 0;
+    const char *q = s;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long v = strtol(q, &end, 10);
+        if (end == q || (*end != ',' && *end != '\0') || errno || v < 0 || v >= TSIM_MAX_RANKS ||
+            (q[0] < '0' || q[0] > '9'))
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "--hot-ranks '%s': expected N, per-node:N or a list of ranks such as 0,8,16,24",
+                                  shown);
+        if (n == TSIM_GEN_MAX_HOT_LIST)
+            return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks '%s': more than %d ranks", shown,
+                                  TSIM_GEN_MAX_HOT_LIST);
+        p->hot_list[n++] = (int)v;
+        if (*end == '\0')
+            break;
+        q = end + 1;
+    }
+    /* Sorted, so that a placement has one form (0,1 is the same trace as 2). */
+    for (int i = 1; i < n; i++) {
+        int v = p->hot_list[i], j = i;
+        for (; j > 0 && p->hot_list[j - 1] > v; j--)
+            p->hot_list[j] = p->hot_list[j - 1];
+        p->hot_list[j] = v;
+    }
+    for (int i = 1; i < n; i++)
+        if (p->hot_list[i] == p->hot_list[i - 1])
+            return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks '%s': rank %d is listed twice", shown,
+                                  p->hot_list[i]);
+    p->n_hot_list = n;
+    p->hot_placement = TSIM_HOT_LIST;
+    p->hot_ranks = n;
+    return TSIM_OK;
+}
+
+int tsim_gen_hot_ranks_parse(const char *s, tsim_gen_params *p, tsim_error *err)
+{
+    static const char per_node[] = "per-node:", ranks[] = "ranks:";
+    if (!s)
+        s = "";
+    if (strncmp(s, per_node, sizeof per_node - 1) == 0) {
+        const char *v = s + sizeof per_node - 1;
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || errno || v[0] < '0' || v[0] > '9' || n < 1 || n > TSIM_MAX_RANKS)
+            return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks '%s': per-node:N needs N in 1..%d", s,
+                                  TSIM_MAX_RANKS);
+        p->hot_placement = TSIM_HOT_PER_NODE;
+        p->hot_ranks = (int)n;
+        p->n_hot_list = 0;
+        return TSIM_OK;
+    }
+    if (strncmp(s, ranks, sizeof ranks - 1) == 0)
+        return parse_rank_list(s + sizeof ranks - 1, p, s, err);
+    if (strchr(s, ','))
+        return parse_rank_list(s, p, s, err);
+    char *end;
+    errno = 0;
+    long n = strtol(s, &end, 10);
+    if (end == s || *end || errno || s[0] < '0' || s[0] > '9' || n < 1 || n > TSIM_MAX_RANKS)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "--hot-ranks '%s': expected N (1..%d), per-node:N or a list of ranks such as 0,8,16,24",
+                              s, TSIM_MAX_RANKS);
+    p->hot_placement = TSIM_HOT_FIRST;
+    p->hot_ranks = (int)n;
+    p->n_hot_list = 0;
+    return TSIM_OK;
+}
+
+void tsim_gen_hot_ranks_format(const tsim_gen_params *p, char *buf, size_t n)
+{
+    if (n == 0)
+        return;
+    buf[0] = '\0';
+    if (p->hot_placement == TSIM_HOT_FIRST) {
+        snprintf(buf, n, "%d", p->hot_ranks);
+        return;
+    }
+    if (p->hot_placement == TSIM_HOT_PER_NODE) {
+        snprintf(buf, n, "per-node:%d", p->hot_ranks);
+        return;
+    }
+    size_t at = 0;
+    if (p->n_hot_list == 1)
+        at = (size_t)snprintf(buf, n, "ranks:");
+    for (int i = 0; i < p->n_hot_list && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%d", i ? "," : "", p->hot_list[i]);
+}
+
+int tsim_gen_hot_rank_list(const tsim_gen_params *p, int *ranks)
+{
+    int n = 0;
+    switch (p->hot_placement) {
+    case TSIM_HOT_FIRST:
+        for (int r = 0; r < p->hot_ranks && r < p->ep; r++) {
+            if (ranks)
+                ranks[n] = r;
+            n++;
+        }
+        break;
+    case TSIM_HOT_PER_NODE:
+        for (int first = 0; first < p->ep; first += p->ranks_per_node)
+            for (int i = 0; i < p->hot_ranks && first + i < p->ep && i < p->ranks_per_node; i++) {
+                if (ranks)
+                    ranks[n] = first + i;
+                n++;
+            }
+        break;
+    case TSIM_HOT_LIST:
+        for (int i = 0; i < p->n_hot_list; i++) {
+            if (ranks)
+                ranks[n] = p->hot_list[i];
+            n++;
+        }
+        break;
+    }
+    return n;
+}
+
+int tsim_gen_hot_experts_per_rank(const tsim_gen_params *p)
+{
+    return p->hot_experts > 0 ? p->hot_experts : p->experts / p->ep;
+}
+
+bool tsim_gen_default_regime(const tsim_gen_params *p)
+{
+    return p->hot_placement == TSIM_HOT_FIRST && p->hot_experts == 0 && p->hot_skew == 0.0;
+}
+
+bool tsim_gen_same_records(const tsim_gen_params *a, const tsim_gen_params *b)
+{
+    if (a->experts != b->experts || a->ep != b->ep || a->ranks_per_node != b->ranks_per_node ||
+        a->topk != b->topk || a->tokens != b->tokens || a->microbatches != b->microbatches ||
+        a->layers != b->layers || a->concentration != b->concentration || a->drift != b->drift ||
+        a->seed != b->seed || tsim_gen_hot_tokens(a) != tsim_gen_hot_tokens(b) ||
+        tsim_gen_hot_experts_per_rank(a) != tsim_gen_hot_experts_per_rank(b))
+        return false;
+    const int na = tsim_gen_hot_rank_list(a, NULL), nb = tsim_gen_hot_rank_list(b, NULL);
+    if (na != nb)
+        return false;
+    /* Walk both lists without allocating: the i-th hot rank of each. */
+    int ia = 0;
+    bool same = true;
+    for (int r = 0; r < a->ep && same; r++) {
+        bool in_a = false, in_b = false;
+        if (a->hot_placement == TSIM_HOT_FIRST)
+            in_a = r < a->hot_ranks;
+        else if (a->hot_placement == TSIM_HOT_PER_NODE)
+            in_a = r % a->ranks_per_node < a->hot_ranks;
+        else
+            in_a = ia < a->n_hot_list && a->hot_list[ia] == r;
+        if (in_a && a->hot_placement == TSIM_HOT_LIST)
+            ia++;
+        if (b->hot_placement == TSIM_HOT_FIRST) {
+            in_b = r < b->hot_ranks;
+        } else if (b->hot_placement == TSIM_HOT_PER_NODE) {
+            in_b = r % b->ranks_per_node < b->hot_ranks;
+        } else {
+            for (int i = 0; i < b->n_hot_list && !in_b; i++)
+                in_b = b->hot_list[i] == r;
+        }
+        same = in_a == in_b;
+    }
+    if (!same)
+        return false;
+    const int m = na * tsim_gen_hot_experts_per_rank(a);
+    const double skew_a = m > a->topk ? a->hot_skew : 0.0, skew_b = m > b->topk ? b->hot_skew : 0.0;
+    return skew_a == skew_b;
 }
 
 int64_t tsim_gen_record_count(const tsim_gen_params *p)
@@ -237,6 +461,8 @@ struct tsim_gen {
     alias_table hot;    /* over the hot set (used when m >= k) */
     int32_t *all_experts; /* 0..E-1 */
     int32_t *hot_experts; /* [m] */
+    double *hot_factor;   /* [m]: (j + 1)^-S of each hot expert; NULL when S = 0 */
+    double *hot_weight;   /* [E]: w_e for the hot experts (only with hot_factor) */
     uint32_t *stamp;    /* [E]: == token id when taken (or excluded) for the current token */
     uint32_t token_id;
     int64_t *load;      /* [R] */
@@ -279,6 +505,8 @@ void tsim_gen_close(tsim_gen *g)
     alias_free(&g->hot);
     free(g->all_experts);
     free(g->hot_experts);
+    free(g->hot_factor);
+    free(g->hot_weight);
     free(g->stamp);
     free(g->load);
     tsim_record_free(&g->rec);
@@ -301,9 +529,17 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
         return rc;
     }
     const int E = p->experts;
-    const int m = p->hot_ranks * (E / p->ep);
+    int *hot_ranks = malloc(sizeof *hot_ranks * (size_t)p->ep);
+    if (!hot_ranks) {
+        tsim_gen_close(g);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the generator");
+    }
+    const int n_hot = tsim_gen_hot_rank_list(p, hot_ranks);
+    const int per_rank = tsim_gen_hot_experts_per_rank(p);
+    const int m = n_hot * per_rank;
     rc = tsim_record_alloc(&g->rec, p->ep, E, err);
     if (rc) {
+        free(hot_ranks);
         tsim_gen_close(g);
         return rc;
     }
@@ -315,24 +551,36 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
     g->hot_experts = malloc(sizeof *g->hot_experts * (size_t)m);
     g->stamp = calloc((size_t)E, sizeof *g->stamp);
     g->load = calloc((size_t)p->ep, sizeof *g->load);
+    bool skewed = p->hot_skew > 0.0;
+    if (skewed) {
+        g->hot_factor = malloc(sizeof *g->hot_factor * (size_t)m);
+        g->hot_weight = calloc((size_t)E, sizeof *g->hot_weight);
+    }
     if (!g->pop_rng || !g->tok_rng || !g->gammas || !g->pop || !g->all_experts || !g->hot_experts || !g->stamp ||
-        !g->load || alias_alloc(&g->base, E) || alias_alloc(&g->hot, m)) {
+        !g->load || alias_alloc(&g->base, E) || alias_alloc(&g->hot, m) ||
+        (skewed && (!g->hot_factor || !g->hot_weight))) {
+        free(hot_ranks);
         tsim_gen_close(g);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the generator");
     }
     /* The uniform-to-index step needs 32 random bits per draw. */
     if (gsl_rng_max(g->tok_rng) != UINT32_MAX || gsl_rng_min(g->tok_rng) != 0) {
+        free(hot_ranks);
         tsim_gen_close(g);
         return tsim_error_set(err, TSIM_E_INTERNAL, "gsl mt19937 does not give 32-bit outputs");
     }
     for (int e = 0; e < E; e++)
         g->all_experts[e] = e;
     int n = 0;
-    for (int r = 0; r < p->hot_ranks; r++) {
-        const int32_t *home = tsim_home_experts(&g->topo, r);
-        for (int i = 0; i < g->topo.experts_per_rank; i++)
-            g->hot_experts[n++] = home[i];
+    for (int h = 0; h < n_hot; h++) {
+        const int32_t *home = tsim_home_experts(&g->topo, hot_ranks[h]);
+        for (int j = 0; j < per_rank; j++) {
+            if (skewed)
+                g->hot_factor[n] = pow((double)(j + 1), -p->hot_skew);
+            g->hot_experts[n++] = home[j];
+        }
     }
+    free(hot_ranks);
     tsim_gen_rewind(g, p->hot_fraction);
     *out = g;
     return TSIM_OK;
@@ -479,7 +727,13 @@ int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
     const int layer = (int)(index % L);
     next_popularity(g, microbatch, layer);
     alias_build(&g->base, g->all_experts, g->pop);
-    alias_build(&g->hot, g->hot_experts, g->pop);
+    if (g->hot_factor) {
+        for (int i = 0; i < g->hot.n; i++)
+            g->hot_weight[g->hot_experts[i]] = g->pop[g->hot_experts[i]] * g->hot_factor[i];
+        alias_build(&g->hot, g->hot_experts, g->hot_weight);
+    } else {
+        alias_build(&g->hot, g->hot_experts, g->pop);
+    }
     for (int r = 0; r < g->p.ep; r++)
         sample_rank(g, r, index);
     g->rec.microbatch = microbatch;
@@ -576,10 +830,11 @@ int tsim_gen_calibrate(const tsim_gen_params *p, double target, tsim_gen_calibra
     int kept = 0;              /* +n: hi kept n steps in a row, -n: lo kept */
     int64_t width_before = -1; /* bracket width before the last false-position step */
     if (fabs(lo.rho - target) > TSIM_GEN_AIM && lo.rho < target) {
-        /* A hot token lifts a hot rank by about min(k, m) / hot_ranks picks
+        /* A hot token lifts a hot rank by about min(k, m) / n_hot picks
          * where a base token gives it k / R; the mean load is T k. */
-        const int k = p->topk, m = p->hot_ranks * (p->experts / p->ep);
-        double gain = (double)(k < m ? k : m) / p->hot_ranks - (double)k / p->ep;
+        const int n_hot = tsim_gen_hot_rank_list(p, NULL);
+        const int k = p->topk, m = n_hot * tsim_gen_hot_experts_per_rank(p);
+        double gain = (double)(k < m ? k : m) / n_hot - (double)k / p->ep;
         if (gain < 0.05 * k)
             gain = 0.05 * k;
         double guess = target * (double)p->tokens * k / gain;
@@ -673,8 +928,26 @@ cJSON *tsim_gen_meta(const tsim_gen_params *p, const tsim_gen_calibration *cal, 
          cJSON_AddNumberToObject(gen, "microbatches", p->microbatches) &&
          cJSON_AddNumberToObject(gen, "layers", p->layers) &&
          cJSON_AddNumberToObject(gen, "concentration", p->concentration) &&
-         cJSON_AddNumberToObject(gen, "drift", p->drift) && cJSON_AddNumberToObject(gen, "hot_ranks", p->hot_ranks) &&
-         cJSON_AddNumberToObject(gen, "hot_fraction", p->hot_fraction) &&
+         cJSON_AddNumberToObject(gen, "drift", p->drift) &&
+         cJSON_AddNumberToObject(gen, "hot_ranks", tsim_gen_hot_rank_list(p, NULL));
+    /* The regime, beyond today's default shape (whose traces keep their bytes). */
+    if (ok && !tsim_gen_default_regime(p)) {
+        char spec[64];
+        tsim_gen_hot_ranks_format(p, spec, sizeof spec);
+        int *ranks = malloc(sizeof *ranks * (size_t)(p->ep > 0 ? p->ep : 1));
+        cJSON *list = NULL;
+        ok = ranks && cJSON_AddStringToObject(gen, "hot_placement", spec) &&
+             (list = cJSON_AddArrayToObject(gen, "hot_rank_list")) != NULL;
+        int n = ok ? tsim_gen_hot_rank_list(p, ranks) : 0;
+        for (int i = 0; ok && i < n; i++) {
+            cJSON *v = cJSON_CreateNumber(ranks[i]);
+            ok = v && cJSON_AddItemToArray(list, v);
+        }
+        free(ranks);
+        ok = ok && cJSON_AddNumberToObject(gen, "hot_experts", tsim_gen_hot_experts_per_rank(p)) &&
+             cJSON_AddNumberToObject(gen, "hot_skew", p->hot_skew);
+    }
+    ok = ok && cJSON_AddNumberToObject(gen, "hot_fraction", p->hot_fraction) &&
          cJSON_AddNumberToObject(gen, "hot_tokens_per_record", (double)tsim_gen_hot_tokens(p)) &&
          cJSON_AddNumberToObject(gen, "imbalance_achieved", achieved);
     if (ok && cal)

@@ -9,6 +9,7 @@
 #define TSIM_GEN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -26,6 +27,15 @@ struct cJSON;
 #define TSIM_GEN_MAX_RECORDS 10000000      /* microbatches x layers */
 #define TSIM_GEN_MAX_CELLS (1 << 24)       /* ep x experts: one record's matrix */
 #define TSIM_GEN_MAX_SEED ((UINT64_C(1) << 53) - 1) /* exact in the JSON meta */
+#define TSIM_GEN_MAX_HOT_LIST 256          /* explicit hot ranks (--hot-ranks LIST) */
+#define TSIM_GEN_MAX_SKEW 16.0             /* --hot-skew */
+
+/* Where the hot ranks are (--hot-ranks). */
+typedef enum {
+    TSIM_HOT_FIRST = 0,    /* "N": ranks 0..N-1 (today's default, N = 1) */
+    TSIM_HOT_PER_NODE = 1, /* "per-node:N": the first N ranks of every node */
+    TSIM_HOT_LIST = 2,     /* "a,b,c" or "ranks:a": these ranks (kept sorted, distinct) */
+} tsim_gen_hot_placement;
 
 typedef struct {
     int experts;          /* E (default 128) */
@@ -37,7 +47,12 @@ typedef struct {
     int layers;           /* L (4) */
     double concentration; /* c: every Dirichlet parameter alpha_e = c (200) */
     double drift;         /* delta in [0, 1]: popularity drift per microbatch (0.05), see gen.c */
-    int hot_ranks;        /* hotspot spread over ranks 0..hot_ranks-1 (1) */
+    tsim_gen_hot_placement hot_placement; /* (TSIM_HOT_FIRST) */
+    int hot_ranks;        /* FIRST: ranks 0..hot_ranks-1 (1); PER_NODE: hot ranks per node; LIST: unused */
+    int hot_list[TSIM_GEN_MAX_HOT_LIST]; /* LIST: the hot ranks, ascending */
+    int n_hot_list;
+    int hot_experts;      /* M: the hotspot loads the first M home experts of each hot rank; 0 = all (0) */
+    double hot_skew;      /* S >= 0: hot expert j (0-based within its rank) weighs (j + 1)^-S (0: even) */
     double hot_fraction;  /* f in [0, 1]: share of every rank's tokens sent to the hot ranks (0) */
     uint64_t seed;        /* seeds every GSL mt19937 stream (1); at most TSIM_GEN_MAX_SEED */
 } tsim_gen_params;
@@ -47,6 +62,34 @@ void tsim_gen_params_default(tsim_gen_params *p);
 
 /* Every parameter in range: TSIM_E_INPUT with a message naming the option. */
 int tsim_gen_params_check(const tsim_gen_params *p, tsim_error *err);
+
+/* Parses a --hot-ranks value into p: "N", "per-node:N", a comma list of
+ * ranks "a,b,..." or "ranks:a[,b...]" (sorted; duplicates are an error).
+ * Ranges against the EP size are checked by tsim_gen_params_check. */
+int tsim_gen_hot_ranks_parse(const char *s, tsim_gen_params *p, tsim_error *err);
+
+/* The canonical --hot-ranks text of p ("1", "per-node:2", "0,8,16,24",
+ * "ranks:5"); parsing it gives the same placement. */
+void tsim_gen_hot_ranks_format(const tsim_gen_params *p, char *buf, size_t n);
+
+/* The hot ranks for p's EP size and ranks per node, ascending: their count,
+ * written to ranks[] (room for TSIM_MAX_RANKS; may be NULL). p must pass
+ * tsim_gen_params_check. */
+int tsim_gen_hot_rank_list(const tsim_gen_params *p, int *ranks);
+
+/* Hot experts per hot rank: M, or every home expert when hot_experts is 0. */
+int tsim_gen_hot_experts_per_rank(const tsim_gen_params *p);
+
+/* Whether p's hotspot is today's default shape (first N ranks, all their
+ * experts, no skew): such traces' meta carries no regime fields, so their
+ * bytes stay those of generator version 1 before the regimes existed. */
+bool tsim_gen_default_regime(const tsim_gen_params *p);
+
+/* Whether two checked parameter sets give the same records: equal shape,
+ * routing and seed, the same hot ranks (however placed), the same M, and the
+ * same skew where it matters (with m <= k hot experts every hot token takes
+ * all of them, so the skew changes nothing). */
+bool tsim_gen_same_records(const tsim_gen_params *a, const tsim_gen_params *b);
 
 /* Records in the trace: microbatches x layers (microbatch-major). */
 int64_t tsim_gen_record_count(const tsim_gen_params *p);
@@ -105,6 +148,9 @@ int tsim_gen_calibrate(const tsim_gen_params *p, double target, tsim_gen_calibra
 
 /* The trace's meta object: {"source": "synthetic", "generator": {name,
  * version, every parameter, f, and the calibration when cal is not NULL}}.
+ * "hot_ranks" is the number of hot ranks; a regime other than the default
+ * shape (tsim_gen_default_regime) adds "hot_placement" (the --hot-ranks
+ * text), "hot_rank_list", "hot_experts" (M, resolved) and "hot_skew".
  * achieved is the mean initial imbalance of the records written. NULL when out
  * of memory. */
 struct cJSON *tsim_gen_meta(const tsim_gen_params *p, const tsim_gen_calibration *cal, double achieved);

@@ -164,6 +164,19 @@ static int fill(tsim_gzline *s, tsim_error *err)
     }
 }
 
+/* Lines are handed out as C strings: a NUL inside one would silently cut it
+ * short (a line starting with NUL would even pass as blank), so it is an
+ * error at its line and column. */
+static bool has_nul(const tsim_gzline *s, const char *line, size_t n, tsim_error *err)
+{
+    const char *z = memchr(line, '\0', n);
+    if (!z)
+        return false;
+    tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: NUL byte (text has none: is the file binary or damaged?)", s->path,
+                   s->line + 1, (long)(z - line) + 1);
+    return true;
+}
+
 int tsim_gzline_next(tsim_gzline *s, char **line, size_t *len, tsim_error *err)
 {
     for (;;) {
@@ -174,6 +187,8 @@ int tsim_gzline_next(tsim_gzline *s, char **line, size_t *len, tsim_error *err)
             size_t n = (size_t)(nl - from);
             if (n > s->max_line)
                 break;
+            if (has_nul(s, from, n, err))
+                return TSIM_E_INPUT;
             *nl = '\0';
             *line = from;
             *len = n;
@@ -190,6 +205,8 @@ int tsim_gzline_next(tsim_gzline *s, char **line, size_t *len, tsim_error *err)
             if (avail == 0)
                 return 0;
             /* A last line without a newline. */
+            if (has_nul(s, from, avail, err))
+                return TSIM_E_INPUT;
             from[avail] = '\0';
             *line = from;
             *len = avail;

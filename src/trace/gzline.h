@@ -40,8 +40,8 @@ int tsim_gzline_open(tsim_gzline *s, const char *path, bool gz, size_t max_line,
 
 /* Next line without its "\n" (a trailing "\r" is kept), NUL-terminated and
  * writable until the next call. Returns 1, 0 at the end of the file, or
- * TSIM_E_INPUT (too long, unreadable, truncated or corrupt gzip) with err
- * naming "path:line". */
+ * TSIM_E_INPUT (too long, a NUL byte in it, unreadable, truncated or corrupt
+ * gzip) with err naming "path:line" (and the column of a NUL). */
 int tsim_gzline_next(tsim_gzline *s, char **line, size_t *len, tsim_error *err);
 
 /* Bytes of the file consumed so far (compressed bytes for gzip). */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "topology.h"
 
@@ -41,11 +42,51 @@ int tsim_trace_format_from_path(const char *path, tsim_trace_format *fmt, tsim_e
         *fmt = TSIM_FMT_JSON;
     else if (ends_with(path, ".csv") || ends_with(path, ".csv.gz"))
         *fmt = TSIM_FMT_CSV;
+    else if (ends_with(path, ".npy"))
+        *fmt = TSIM_FMT_NPY;
+    else if (ends_with(path, ".safetensors"))
+        *fmt = TSIM_FMT_SAFETENSORS;
     else
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s: cannot tell the trace format from the name: expected .json, .jsonl, "
-                              ".jsonl.gz, .csv or .csv.gz",
+                              ".jsonl.gz, .csv, .csv.gz, .npy, .safetensors or a Megatron router trace directory",
                               path);
+    return TSIM_OK;
+}
+
+bool tsim_trace_format_import_only(tsim_trace_format fmt)
+{
+    return fmt == TSIM_FMT_CSV || fmt == TSIM_FMT_NPY || fmt == TSIM_FMT_SAFETENSORS || fmt == TSIM_FMT_MEGATRON;
+}
+
+void tsim_path_base(const char *path, char *buf, size_t cap)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--; /* "dir/" names "dir" */
+    const char *end = path + n;
+    const char *p = end;
+    while (p > path && p[-1] != '/')
+        p--;
+    snprintf(buf, cap, "%.*s", (int)(end - p), p);
+}
+
+/* Each format option belongs to one format: anything else is a mistake. */
+static int check_format_options(const char *path, tsim_trace_format fmt, const tsim_read_options *o, tsim_error *err)
+{
+    if (o->block && strcmp(o->block, "decoder") != 0 && strcmp(o->block, "mtp") != 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "--block: expected decoder or mtp, got '%.40s'", o->block);
+    if (o->experts < 0 || o->experts > TSIM_MAX_EXPERTS)
+        return tsim_error_set(err, TSIM_E_INPUT, "--experts %d is out of range 1..%d", o->experts, TSIM_MAX_EXPERTS);
+    if (fmt != TSIM_FMT_MEGATRON && (o->block || o->experts))
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: --%s applies to Megatron router trace directories only, not to this trace",
+                              path, o->block ? "block" : "experts");
+    if (fmt != TSIM_FMT_SAFETENSORS && o->tensor)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: --tensor applies to .safetensors files only, not to this trace",
+                              path);
+    if (o->tensor && !o->tensor[0])
+        return tsim_error_set(err, TSIM_E_INPUT, "--tensor: the name is empty");
     return TSIM_OK;
 }
 
@@ -401,12 +442,17 @@ void tsim_reader_row_done(tsim_reader *r)
 int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_options *opts, tsim_error *err)
 {
     *out = NULL;
-    tsim_read_options none = {0, 0, NULL};
+    tsim_read_options none = {0};
     if (!opts)
         opts = &none;
     tsim_trace_format fmt;
-    int rc = tsim_trace_format_from_path(path, &fmt, err);
-    if (rc)
+    int rc;
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        fmt = TSIM_FMT_MEGATRON; /* the one directory form there is */
+    else if ((rc = tsim_trace_format_from_path(path, &fmt, err)))
+        return rc;
+    if ((rc = check_format_options(path, fmt, opts, err)))
         return rc;
     if (opts->ep < 0 || opts->ep > TSIM_MAX_RANKS)
         return tsim_error_set(err, TSIM_E_INPUT, "--ep %d is out of range 1..%d", opts->ep, TSIM_MAX_RANKS);
@@ -432,6 +478,12 @@ int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_option
         rc = tsim_json_open(r, err);
     else if (fmt == TSIM_FMT_CSV)
         rc = tsim_csv_open(r, ends_with(path, ".gz"), opts, err);
+    else if (fmt == TSIM_FMT_NPY)
+        rc = tsim_npy_open(r, opts, err);
+    else if (fmt == TSIM_FMT_SAFETENSORS)
+        rc = tsim_safetensors_open(r, opts, err);
+    else if (fmt == TSIM_FMT_MEGATRON)
+        rc = tsim_megatron_open(r, opts, err);
     else
         rc = tsim_jsonl_open(r, err);
     if (rc) {
@@ -492,8 +544,18 @@ int64_t tsim_reader_count(const tsim_reader *r)
     return r->produced;
 }
 
+int64_t tsim_reader_skipped_zero(const tsim_reader *r)
+{
+    return r->skipped_zero;
+}
+
 int64_t tsim_reader_bytes(const tsim_reader *r)
 {
+    if (r->ext_progress) {
+        int64_t bytes, done, total;
+        r->ext_progress(r, &bytes, &done, &total);
+        return bytes;
+    }
     if (r->text)
         return (int64_t)r->pos;
     return r->lines.bytes;
@@ -501,7 +563,10 @@ int64_t tsim_reader_bytes(const tsim_reader *r)
 
 void tsim_reader_progress(const tsim_reader *r, int64_t *done, int64_t *total)
 {
-    if (r->text) {
+    if (r->ext_progress) {
+        int64_t bytes;
+        r->ext_progress(r, &bytes, done, total);
+    } else if (r->text) {
         *done = (int64_t)r->pos;
         *total = (int64_t)r->text_len;
     } else {
@@ -640,11 +705,20 @@ int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err)
         if (rc < 0 || rc > 1)
             return stick(r, rc, err);
         if (rc == 0) {
+            if (r->skipped_zero > 0 && r->produced > 0 &&
+                tsim_reader_warn(r,
+                                 "%s: skipped %lld all-zero record%s (unused rows of a ring buffer, or layers "
+                                 "that routed nothing)",
+                                 r->path, (long long)r->skipped_zero, r->skipped_zero == 1 ? "" : "s"))
+                return stick(r, tsim_error_set(err, TSIM_E_INTERNAL, "out of memory"), err);
             if (r->produced > 0) {
                 r->finished = true;
                 return 0;
             }
-            if (r->raw_records > 0 && r->dataset)
+            if (r->skipped_zero > 0 && r->raw_records == 0)
+                tsim_error_set(err, TSIM_E_INPUT, "%s: empty trace: all %lld records are all zeros", r->path,
+                               (long long)r->skipped_zero);
+            else if (r->raw_records > 0 && r->dataset)
                 tsim_error_set(err, TSIM_E_INPUT, "%s: no records with dataset \"%s\" (of %lld records)", r->path,
                                r->dataset, (long long)r->raw_records);
             else
@@ -655,14 +729,17 @@ int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err)
         int64_t first = seen_check(r, &raw, recno);
         if (first < 0)
             return stick(r, tsim_error_set(err, TSIM_E_INTERNAL, "out of memory"), err);
+        char at[32] = ""; /* ":line", when the format has lines */
+        if (raw.line > 0)
+            snprintf(at, sizeof at, ":%ld", raw.line);
         if (first > 0) {
             char tag_note[TSIM_TAG_MAX + 24] = "";
             if (raw.tag[0])
                 snprintf(tag_note, sizeof tag_note, " of dataset \"%s\"", raw.tag);
             tsim_error_set(err, TSIM_E_INPUT,
-                           "%s:%ld: record %lld: duplicate record: microbatch %lld, layer %lld%s already appeared "
+                           "%s%s: record %lld: duplicate record: microbatch %lld, layer %lld%s already appeared "
                            "as record %lld",
-                           r->path, raw.line, (long long)recno, (long long)raw.microbatch, (long long)raw.layer,
+                           r->path, at, (long long)recno, (long long)raw.microbatch, (long long)raw.layer,
                            tag_note, (long long)first);
             return stick(r, TSIM_E_INPUT, err);
         }
@@ -675,8 +752,8 @@ int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err)
         for (size_t i = 0; i < cells; i++) {
             total += r->rec.counts[i];
             if (total > TSIM_MAX_RECORD_TOTAL) {
-                tsim_error_set(err, TSIM_E_INPUT, "%s:%ld: record %lld: more than 2^62 tokens in one record", r->path,
-                               raw.line, (long long)recno);
+                tsim_error_set(err, TSIM_E_INPUT, "%s%s: record %lld: more than 2^62 tokens in one record", r->path,
+                               at, (long long)recno);
                 return stick(r, TSIM_E_INPUT, err);
             }
         }
@@ -698,6 +775,8 @@ void tsim_reader_close(tsim_reader *r)
         return;
     if (r->lines_open)
         tsim_gzline_close(&r->lines);
+    if (r->ext_close && r->ext)
+        r->ext_close(r);
     free(r->text);
     tsim_trace_header_free(&r->hdr);
     tsim_record_free(&r->rec);
@@ -705,6 +784,10 @@ void tsim_reader_close(tsim_reader *r)
     free(r->scratch);
     free(r->seen_slots);
     free(r->csv_row);
+    free(r->csv_tag_column);
+    free(r->csv_pending);
+    free(r->csv_pending_key);
+    free(r->csv_rank_seen);
     for (size_t i = r->warn_head; i < r->warn_n; i++)
         free(r->warnings[i]);
     free(r->warnings);

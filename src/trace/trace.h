@@ -13,10 +13,31 @@
 
 struct cJSON;
 
-typedef enum { TSIM_FMT_JSON, TSIM_FMT_JSONL, TSIM_FMT_JSONL_GZ, TSIM_FMT_CSV } tsim_trace_format;
+/* The largest JSON document (.json) read: its whole text is held in memory
+ * while the records stream out of it, so a longer trace belongs in JSON Lines
+ * (the same bound as one JSON Lines line, TSIM_GZLINE_DEFAULT_MAX). */
+#define TSIM_JSON_DOC_MAX ((size_t)256 << 20)
 
-/* Format from the file name: .json, .jsonl, .jsonl.gz, .csv (and .csv.gz). */
+/* Import-only formats (docs/import.md) follow CSV: NumPy .npy, .safetensors,
+ * and a directory of Megatron-LM router traces (router_trace_rank{N}.jsonl). */
+typedef enum {
+    TSIM_FMT_JSON,
+    TSIM_FMT_JSONL,
+    TSIM_FMT_JSONL_GZ,
+    TSIM_FMT_CSV,
+    TSIM_FMT_NPY,
+    TSIM_FMT_SAFETENSORS,
+    TSIM_FMT_MEGATRON
+} tsim_trace_format;
+
+/* Format from the file name: .json, .jsonl, .jsonl.gz, .csv (and .csv.gz),
+ * .npy, .safetensors. (A directory is a Megatron trace: tsim_reader_open
+ * looks at the path itself before its name.) */
 int tsim_trace_format_from_path(const char *path, tsim_trace_format *fmt, tsim_error *err);
+
+/* True for the formats that can only be read (CSV, .npy, .safetensors,
+ * Megatron directories): writers and generators refuse them. */
+bool tsim_trace_format_import_only(tsim_trace_format fmt);
 
 typedef struct {
     int experts;          /* E */
@@ -32,9 +53,15 @@ void tsim_trace_header_free(tsim_trace_header *h);
 int tsim_trace_header_copy(tsim_trace_header *dst, const tsim_trace_header *src, tsim_error *err);
 
 typedef struct {
-    int ep;                 /* > 0: replay at this EP size (rebucketing; required for CSV) */
+    int ep;                 /* > 0: replay at this EP size (rebucketing; required for totals without a
+                               rank axis: CSV without a rank column, .npy/.safetensors [L,E] and [T,L,E]) */
     int ranks_per_node;     /* > 0: override the header's rpn */
-    const char *dataset;    /* CSV: keep only rows whose dataset equals this (NULL = all) */
+    const char *dataset;    /* keep only records whose tag equals this (NULL = all) */
+    /* Format options; each is an error with any other format. */
+    const char *block;      /* Megatron: "decoder" (NULL: the default) or "mtp" (--block) */
+    int experts;            /* Megatron: > 0 the number of experts (--experts); 0: the largest id
+                               seen + 1, rounded up to a multiple of the ranks */
+    const char *tensor;     /* safetensors: the tensor to read (--tensor; NULL: "counts") */
 } tsim_read_options;
 
 typedef struct tsim_reader tsim_reader;
@@ -57,6 +84,11 @@ int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err);
 
 /* Number of records read so far. */
 int64_t tsim_reader_count(const tsim_reader *r);
+
+/* All-zero records skipped so far (.npy and .safetensors: ring buffers leave
+ * unused rows zero); the reader also queues a warning saying how many at the
+ * end of the trace. */
+int64_t tsim_reader_skipped_zero(const tsim_reader *r);
 
 /* The library never prints: warnings (unknown keys, one per key name) queue
  * in the reader. Returns the oldest pending warning, or NULL when none; the

@@ -86,9 +86,24 @@ struct tsim_reader {
     bool records_begun; /* the first element has been read */
 
     /* CSV */
-    bool csv_has_index;
+    long csv_tag_col;      /* column of the tag (0, or 1 after an index column) */
+    char csv_tag_name[48]; /* its name, printable, for messages */
+    char *csv_tag_column;  /* its name when it is not "dataset" (into meta), else NULL */
+    bool csv_has_rank;     /* a "rank" column: one row per source rank */
+    long csv_first_expert; /* column of expert 0 */
     long csv_fields;
     struct csv_field *csv_row; /* [csv_fields] */
+    int64_t *csv_pending;      /* [E] cells of the row read ahead (rank column) */
+    void *csv_pending_key;     /* its key columns */
+    bool csv_have_pending;
+    bool *csv_rank_seen; /* [file_ep] ranks of the record being built */
+
+    /* .npy, .safetensors and Megatron directories: the format's own state */
+    void *ext;
+    void (*ext_close)(tsim_reader *r);
+    /* bytes parsed so far, and progress through the input */
+    void (*ext_progress)(const tsim_reader *r, int64_t *bytes, int64_t *done, int64_t *total);
+    int64_t skipped_zero; /* all-zero records skipped (ring buffers leave unused rows zero) */
 
     /* reads the next record into the buffers: 1, 0 at the end, or an error */
     int (*next_raw)(tsim_reader *r, tsim_raw_record *raw, tsim_error *err);
@@ -132,6 +147,35 @@ int tsim_record_from_cjson(tsim_reader *r, const cJSON *obj, const char *where, 
 
 /* trace_csv.c */
 int tsim_csv_open(tsim_reader *r, bool gz, const tsim_read_options *opts, tsim_error *err);
+
+/* trace_dense.c: records out of a dense little-endian array of shape [L,E],
+ * [T,L,E] or [T,L,R,E] (.npy and .safetensors). */
+typedef enum { TSIM_DT_I4, TSIM_DT_I8, TSIM_DT_U4, TSIM_DT_U8, TSIM_DT_F4, TSIM_DT_F8 } tsim_dtype;
+typedef struct {
+    char what[96]; /* "" or "tensor \"counts\" ": names the array in messages */
+    tsim_dtype dtype;
+    int ndim;
+    int64_t shape[4];
+    int64_t data_offset; /* file offset of the first element */
+} tsim_dense_spec;
+/* Checks the shape against the limits and the data size against the bytes
+ * the file holds at data_offset (data_bytes, exact), then sets up r->hdr
+ * (experts, ep) and r->next_raw. Totals ([L,E], [T,L,E]) need opts->ep. The
+ * file descriptor is the reader's from now on. */
+int tsim_dense_open(tsim_reader *r, int fd, const tsim_dense_spec *spec, int64_t data_bytes,
+                    const tsim_read_options *opts, tsim_error *err);
+/* Bytes per element of a dtype. */
+int tsim_dtype_size(tsim_dtype t);
+/* "[2, 3, 4]" */
+void tsim_shape_text(char *buf, size_t cap, const int64_t *shape, int ndim);
+
+/* trace_npy.c, trace_safetensors.c, trace_megatron.c */
+int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
+int tsim_safetensors_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
+int tsim_megatron_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
+
+/* The last component of a path ("dir/" gives "dir"), for meta. */
+void tsim_path_base(const char *path, char *buf, size_t cap);
 
 /* Test hook: the longest line the JSONL and CSV readers accept (0 = default). */
 void tsim_trace_set_max_line(size_t bytes);

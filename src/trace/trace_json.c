@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json_strict.h"
 #include "topology.h"
 #include "trace_internal.h"
 
@@ -41,6 +42,32 @@ static int syntax_error(const tsim_reader *r, long line, const char *line_start,
         near[n++] = (unsigned char)*q < 0x20 ? '?' : *q;
     near[n] = '\0';
     return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: %smalformed JSON near \"%s\"", r->path, line, col, rec, near);
+}
+
+/* A fault of the strict checker: its own words when it has them. */
+static int fault_error(const tsim_reader *r, long line, const char *line_start, const char *at, const char *end,
+                       int64_t recno, const tsim_json_fault *f, tsim_error *err)
+{
+    if (!f->what[0])
+        return syntax_error(r, line, line_start, at, end, recno, err);
+    char rec[48] = "";
+    if (recno > 0)
+        snprintf(rec, sizeof rec, "record %lld: ", (long long)recno);
+    return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: %smalformed JSON: %s", r->path, line,
+                          (long)(at - line_start) + 1, rec, f->what);
+}
+
+/* Parses a whole JSON Lines line through cJSON after the strict check. */
+static int parse_line(const tsim_reader *r, const char *line, size_t len, long lineno, int64_t recno, cJSON **out,
+                      tsim_error *err)
+{
+    tsim_json_fault f;
+    if (tsim_json_check_all(line, len, &f) == (size_t)-1)
+        return fault_error(r, lineno, line, line + f.at, line + len, recno, &f, err);
+    *out = cJSON_ParseWithLength(line, len);
+    if (!*out)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s:%ld: out of memory parsing a line", r->path, lineno);
+    return TSIM_OK;
 }
 
 /* ---- records through cJSON ---------------------------------------------- */
@@ -298,7 +325,8 @@ static const char *fast_record(tsim_reader *r, const char *p, tsim_raw_record *r
             if (*p != '"')
                 return NULL;
             const char *s = ++p;
-            while (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+            /* ASCII only: the strict checker judges escapes and UTF-8 */
+            while (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x80)
                 p++;
             if (*p != '"' || (size_t)(p - s) >= TSIM_TAG_MAX)
                 return NULL;
@@ -349,11 +377,9 @@ static int jsonl_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
 
     memset(raw, 0, sizeof *raw);
     raw->line = r->lines.line;
-    const char *stop = NULL;
-    /* The length counts the NUL: cJSON insists on seeing it when it must end the text. */
-    cJSON *obj = cJSON_ParseWithLengthOpts(line, len + 1, &stop, 1);
-    if (!obj)
-        return syntax_error(r, raw->line, line, stop ? stop : line, line + len, recno, err);
+    cJSON *obj = NULL;
+    if ((rc = parse_line(r, line, len, raw->line, recno, &obj, err)))
+        return rc;
     char where[TSIM_ERROR_MSG_MAX];
     snprintf(where, sizeof where, "%s:%ld: record %lld", r->path, raw->line, (long long)recno);
     if (!cJSON_IsObject(obj)) {
@@ -380,10 +406,9 @@ int tsim_jsonl_open(tsim_reader *r, tsim_error *err)
         return tsim_error_set(err, TSIM_E_INPUT, "%s:1: empty file: expected the header object on line 1", r->path);
     if (tsim_line_blank(line))
         return tsim_error_set(err, TSIM_E_INPUT, "%s:1: line 1 is blank: expected the header object", r->path);
-    const char *stop = NULL;
-    cJSON *obj = cJSON_ParseWithLengthOpts(line, len + 1, &stop, 1);
-    if (!obj)
-        return syntax_error(r, 1, line, stop ? stop : line, line + len, 0, err);
+    cJSON *obj = NULL;
+    if ((rc = parse_line(r, line, len, 1, 0, &obj, err)))
+        return rc;
     if (!cJSON_IsObject(obj)) {
         rc = tsim_error_set(err, TSIM_E_INPUT, "%s:1: header: expected a JSON object on line 1, got %s", r->path,
                             tsim_json_type_name(obj));
@@ -452,19 +477,42 @@ static const char *text_line_start(const tsim_reader *r, const char *at)
     return at;
 }
 
-static int text_syntax_error(tsim_reader *r, const char *at, int64_t recno, tsim_error *err)
+static int text_fault(tsim_reader *r, const char *at, int64_t recno, const tsim_json_fault *f, tsim_error *err)
 {
     const char *end = r->text + r->text_len;
     if (at > end)
         at = end;
     long line = text_line(r, (size_t)(at - r->text));
-    return syntax_error(r, line, text_line_start(r, at), at, end, recno, err);
+    return fault_error(r, line, text_line_start(r, at), at, end, recno, f, err);
+}
+
+/* Parses the JSON value at p through cJSON after the strict check; *stop is
+ * the byte after it. */
+static int parse_text_value(tsim_reader *r, const char *p, int64_t recno, cJSON **out, const char **stop,
+                            tsim_error *err)
+{
+    const char *end = r->text + r->text_len;
+    tsim_json_fault f;
+    size_t n = tsim_json_check(p, (size_t)(end - p), &f);
+    if (n == (size_t)-1)
+        return text_fault(r, p + f.at, recno, &f, err);
+    *out = cJSON_ParseWithLength(p, n);
+    if (!*out)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: out of memory parsing JSON", r->path);
+    *stop = p + n;
+    return TSIM_OK;
 }
 
 static int text_expected(tsim_reader *r, const char *at, const char *what, tsim_error *err)
 {
     long line = text_line(r, (size_t)(at - r->text));
     long col = (long)(at - text_line_start(r, at)) + 1;
+    unsigned char b = at < r->text + r->text_len ? (unsigned char)*at : ' ';
+    if (b < 0x20 && !tsim_json_is_ws((char)b))
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s:%ld:%ld: malformed JSON: byte 0x%02x is not JSON whitespace (only space, tab, CR "
+                              "and LF are)",
+                              r->path, line, col, b);
     return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: malformed JSON: expected %s", r->path, line, col, what);
 }
 
@@ -510,7 +558,6 @@ static const char *value_kind(char ch)
 
 static int json_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
 {
-    const char *end = r->text + r->text_len;
     const char *p = ws(r->text + r->pos);
     const int64_t recno = r->raw_records + 1;
     if (!r->records_begun) {
@@ -539,12 +586,12 @@ static int json_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
     memset(raw, 0, sizeof *raw);
     raw->line = text_line(r, (size_t)(p - r->text));
     const char *stop = NULL;
-    cJSON *obj = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &stop, 0);
-    if (!obj)
-        return text_syntax_error(r, stop ? stop : p, recno, err);
+    cJSON *obj = NULL;
+    int rc = parse_text_value(r, p, recno, &obj, &stop, err);
+    if (rc)
+        return rc;
     char where[TSIM_ERROR_MSG_MAX];
     snprintf(where, sizeof where, "%s:%ld: record %lld", r->path, raw->line, (long long)recno);
-    int rc;
     if (!cJSON_IsObject(obj))
         rc = tsim_error_set(err, TSIM_E_INPUT, "%s: expected a record object, got %s", where, tsim_json_type_name(obj));
     else
@@ -556,8 +603,19 @@ static int json_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
     return 1;
 }
 
+/* "path:line:col" of a byte of the loaded text, for messages. */
+static int text_problem(tsim_reader *r, const char *at, const char *problem, tsim_error *err)
+{
+    long line = text_line(r, (size_t)(at - r->text));
+    long col = (long)(at - text_line_start(r, at)) + 1;
+    return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: %s", r->path, line, col, problem);
+}
+
+/* Loads the whole document, refusing anything above TSIM_JSON_DOC_MAX before
+ * it is read (regular files) or as soon as it is passed (pipes, devices). */
 static int read_whole(tsim_reader *r, tsim_error *err)
 {
+    const size_t limit = TSIM_JSON_DOC_MAX;
     int fd = open(r->path, O_RDONLY);
     if (fd < 0)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open: %s", r->path, strerror(errno));
@@ -566,23 +624,39 @@ static int read_whole(tsim_reader *r, tsim_error *err)
         close(fd);
         return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot read: it is a directory", r->path);
     }
+    if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > limit) {
+        close(fd);
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: a JSON document trace may be at most %zu MiB (this one has %lld bytes); convert it "
+                              "to JSON Lines (.jsonl), which streams",
+                              r->path, limit >> 20, (long long)st.st_size);
+    }
     size_t cap = S_ISREG(st.st_mode) ? (size_t)st.st_size + 1 : 1 << 16, len = 0;
     char *buf = malloc(cap);
     if (!buf) {
         close(fd);
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: too large to load (%zu bytes); use the JSON Lines form", r->path,
-                              cap);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: out of memory for %zu bytes", r->path, cap);
     }
     for (;;) {
         if (len + 1 == cap) {
-            char *p = realloc(buf, cap * 2);
+            if (len > limit) {
+                free(buf);
+                close(fd);
+                return tsim_error_set(err, TSIM_E_INPUT,
+                                      "%s: a JSON document trace may be at most %zu MiB, and this input goes on "
+                                      "beyond that; convert it to JSON Lines (.jsonl), which streams",
+                                      r->path, limit >> 20);
+            }
+            /* one byte past the limit is enough to know it is too long */
+            size_t grown = cap * 2 > limit + 2 ? limit + 2 : cap * 2;
+            char *p = realloc(buf, grown);
             if (!p) {
                 free(buf);
                 close(fd);
-                return tsim_error_set(err, TSIM_E_INPUT, "%s: too large to load; use the JSON Lines form", r->path);
+                return tsim_error_set(err, TSIM_E_INTERNAL, "%s: out of memory for %zu bytes", r->path, grown);
             }
             buf = p;
-            cap *= 2;
+            cap = grown;
         }
         ssize_t n = read(fd, buf + len, cap - len - 1);
         if (n < 0 && errno == EINTR)
@@ -603,10 +677,19 @@ static int read_whole(tsim_reader *r, tsim_error *err)
     r->text_len = len;
     r->line_at = 0;
     r->line_no = 1;
+    if (len > limit)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: a JSON document trace may be at most %zu MiB, and this input goes on beyond that; "
+                              "convert it to JSON Lines (.jsonl), which streams",
+                              r->path, limit >> 20);
     if (len >= 2 && (unsigned char)buf[0] == 0x1f && (unsigned char)buf[1] == 0x8b)
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s:1: the file is gzip-compressed; only the JSON Lines form may be (.jsonl.gz)",
                               r->path);
+    /* The fast path walks the text as a C string: a NUL would end it early. */
+    const char *nul = memchr(buf, '\0', len);
+    if (nul)
+        return text_problem(r, nul, "NUL byte (text has none: is the file binary or damaged?)", err);
     return TSIM_OK;
 }
 
@@ -648,9 +731,10 @@ static int scan_top(tsim_reader *r, cJSON *hdr, key_lines *kl, size_t *records_a
         if (*p != '"')
             return text_expected(r, p, "a key in double quotes", err);
         const char *stop = NULL;
-        cJSON *key = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &stop, 0);
-        if (!key)
-            return text_syntax_error(r, stop ? stop : p, 0, err);
+        cJSON *key = NULL;
+        int rc = parse_text_value(r, p, 0, &key, &stop, err);
+        if (rc)
+            return rc;
         char *name = strdup(key->valuestring);
         cJSON_Delete(key);
         if (!name)
@@ -684,10 +768,10 @@ static int scan_top(tsim_reader *r, cJSON *hdr, key_lines *kl, size_t *records_a
             }
             p = after;
         } else {
-            cJSON *val = cJSON_ParseWithLengthOpts(p, (size_t)(end - p), &stop, 0);
-            if (!val) {
+            cJSON *val = NULL;
+            if ((rc = parse_text_value(r, p, 0, &val, &stop, err))) {
                 free(name);
-                return text_syntax_error(r, stop ? stop : p, 0, err);
+                return rc;
             }
             cJSON_AddItemToObject(hdr, name, val);
             free(name);

@@ -167,6 +167,10 @@ int tsim_writer_open(tsim_writer **out, const char *path, const tsim_trace_heade
     if (fmt == TSIM_FMT_CSV)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: CSV is an import format only; write .json, .jsonl or .jsonl.gz",
                               path);
+    if (tsim_trace_format_import_only(fmt))
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: %s is an import format only; write .json, .jsonl or .jsonl.gz", path,
+                              fmt == TSIM_FMT_NPY ? ".npy" : ".safetensors");
     if ((rc = check_header(path, h, err)))
         return rc;
     char *meta = NULL;

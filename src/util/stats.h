@@ -18,14 +18,16 @@ typedef struct {
  * the same sum / n as the exact path), Welford's running variance, exact min
  * and max, and a histogram for p50/p95. The histogram has logarithmic bins,
  * each spanning a factor TSIM_SERIES_GAMMA (1.01) in magnitude, per sign, for
- * magnitudes 1e-12 .. 1e16, plus one bin for magnitudes below 1e-12 (and
- * zero); bins remember the smallest value that fell in them. A quantile is
- * then that smallest value of the bin holding the nearest-rank position: a
- * value actually seen, in the same bin as the exact answer, so within 1% of
- * it relatively (below 1e-12 in absolute terms in the zero bin; magnitudes
- * above 1e16 share the outermost bins). Small integers (below 100) get a bin
- * each, so their quantiles stay exact. The bins are allocated 128 at a time
- * on first use: memory grows with the decades the values span, never with n.
+ * magnitudes from 1e-12 up to the largest finite double, plus one bin for
+ * magnitudes below 1e-12 (and zero); bins remember the smallest value that
+ * fell in them. A quantile is then that smallest value of the bin holding the
+ * nearest-rank position: a value actually seen, in the same bin as the exact
+ * answer, so at most the exact answer and within 1% of it relatively, over
+ * the whole finite range (below 1e-12 in absolute terms in the zero bin;
+ * infinities and NaN are counted outside the bins). Small integers (below
+ * 100) get a bin each, so their quantiles stay exact. The bins are allocated
+ * 128 at a time on first use: memory grows with the decades the values span,
+ * never with n.
  * Once bounded, values is NULL: per-record output needs exact_max = 0. */
 #define TSIM_SERIES_GAMMA 1.01
 typedef struct {

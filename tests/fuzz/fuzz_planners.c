@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     opts.lplb.solver = (flags & 512) ? TSIM_LPLB_EXACT : TSIM_LPLB_IPM;
     opts.lplb.history = (int)((flags >> 10) % 3);
     opts.fastermoe.model_us = (flags & 0x2000) ? 0.0 : 380.0; /* 0: shadow every strict gap */
-    opts.optimal.time_limit_s = 0.05; /* the MIP must not eat the fuzzer's time */
+    opts.optimal.node_limit = 50; /* the MIP must not eat the fuzzer's time */
 
     for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++) {
         /* the MIP yardstick is for small shapes; larger ones only cost fuzzing time */

@@ -1,0 +1,24 @@
+/* `eplb`: DeepSeek's EPLB as a planner (eplb.md section 3): static redundant
+ * experts and re-homed experts from a layer's history. The algorithm is
+ * eplb_layout.h, the plan it gives eplb_hosts.h; this is the planner state
+ * (one layout per layer) and a window into it for tests. */
+#ifndef TSIM_EPLB_H
+#define TSIM_EPLB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "eplb_hosts.h"
+#include "planner.h"
+
+extern const tsim_planner_desc tsim_planner_eplb;
+
+/* The layout in force for a layer after the last record planned (state is
+ * what tsim_planner_eplb.init returned): false when the layer has none (cold
+ * or unseen). phy2log receives P = R * (hpr + K) entries, home E. */
+bool tsim_eplb_state_layout(const void *state, int64_t layer, int32_t *phy2log, int32_t *home);
+
+/* Whether the last record planned recomputed its layer's layout. */
+bool tsim_eplb_state_recomputed(const void *state);
+
+#endif

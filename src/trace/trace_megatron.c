@@ -1,0 +1,858 @@
+/* Megatron-LM router traces (--moe-routing-trace-path DIR): one JSON Lines
+ * file per source rank, router_trace_rank{N}.jsonl, one line per router call
+ * {"step", "stage", "block", "layer", "rank", "num_tokens", "topk",
+ * "top_indices": [[e, ...], ...]}.
+ *
+ * The files are read side by side, one line from each per record: the k-th
+ * call kept (of the chosen block) on every rank is the same router call, so
+ * all ranks must agree on its step and layer. Within a step, the i-th call of
+ * layer L is microbatch i of that step; microbatches are numbered on across
+ * steps. counts[N][e] is how often rank N's tokens chose expert e.
+ *
+ * Without --experts, a first pass over the files finds the largest expert id
+ * (E is it + 1, rounded up to a multiple of the ranks); the records come from
+ * a second pass. Each line is parsed once, straight into counts, by a strict
+ * parser of this one shape; anything it does not take is checked by the
+ * RFC 8259 checker so that a message says what is wrong. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "json_strict.h"
+#include "topology.h"
+#include "trace_internal.h"
+
+#define PREFIX "router_trace_rank"
+/* An MTP call's layer is mtp_idx * 2^32 + layer (see docs/import.md), so
+ * layers stay below 2^32 and depths below 2^16. */
+#define MAX_LAYER ((INT64_C(1) << 32) - 1)
+#define MAX_MTP_IDX 65535
+#define MAX_STAGE_WARNINGS 8
+
+enum { BLOCK_DECODER, BLOCK_MTP, BLOCK_OTHER };
+
+typedef struct {
+    char *path; /* DIR/router_trace_rankN.jsonl(.gz) */
+    bool gz;
+    tsim_gzline lines;
+    bool open;
+} rank_file;
+
+/* Calls of one layer in the current step (a hash set emptied per step). */
+typedef struct {
+    int64_t layer;
+    int64_t calls;
+    uint64_t gen;
+} layer_slot;
+
+typedef struct {
+    int ranks;
+    rank_file *files;
+    int64_t experts; /* 0 while unknown (the first pass) */
+    bool experts_given; /* by --experts */
+    int block;       /* BLOCK_DECODER or BLOCK_MTP */
+    int64_t topk;    /* ids per token, 0 while unknown */
+    int64_t total_size;
+
+    /* microbatch numbering */
+    bool have_step;
+    int64_t step, mb_base, step_calls;
+    layer_slot *slots; /* open addressing; slots of older generations are empty */
+    size_t cap, used;
+    uint64_t gen;
+    int64_t kept; /* calls kept so far (rank 0) */
+
+    char warned_stage[MAX_STAGE_WARNINGS][32];
+    int n_warned_stage;
+} megatron;
+
+/* One parsed call. */
+typedef struct {
+    int64_t step, layer, rank, num_tokens, topk, mtp_idx;
+    bool has_rank, has_num_tokens, has_topk, has_mtp_idx;
+    int block;
+    char stage[32]; /* "" when absent; "?" when not plain text */
+    int64_t rows, row_len, max_id;
+    /* the first id out of range 0..E-1 (checked only when the call is kept:
+     * the other block may well have more experts) */
+    int64_t bad_id, bad_row;
+    size_t bad_at;
+} call;
+
+typedef struct {
+    tsim_reader *r;
+    const rank_file *f;
+    const char *line;
+    size_t len;
+    long lineno;
+    tsim_error *err;
+} line_ctx;
+
+/* A problem at byte `at` of the line. If the line is not even valid JSON,
+ * the JSON problem is what gets reported. */
+static int line_fail(const line_ctx *c, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int line_fail(const line_ctx *c, size_t at, const char *fmt, ...)
+{
+    tsim_json_fault f;
+    if (tsim_json_check_all(c->line, c->len, &f) == (size_t)-1) {
+        if (f.what[0])
+            return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: malformed JSON: %s", c->f->path, c->lineno,
+                                  f.at + 1, f.what);
+        if (f.at >= c->len)
+            return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: malformed JSON: the line ends early", c->f->path,
+                                  c->lineno, f.at + 1);
+        char near[28];
+        size_t n = 0;
+        for (size_t i = f.at; i < c->len && n < 24; i++)
+            near[n++] = (unsigned char)c->line[i] < 0x20 ? '?' : c->line[i];
+        near[n] = '\0';
+        return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: malformed JSON near \"%s\"", c->f->path, c->lineno,
+                              f.at + 1, near);
+    }
+    char msg[TSIM_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: %s", c->f->path, c->lineno, at + 1, msg);
+}
+
+static size_t skip_ws(const line_ctx *c, size_t p)
+{
+    return tsim_json_skip_ws(c->line, c->len, p);
+}
+
+/* The JSON value at p as written (for messages), at most 24 bytes. */
+static void value_text(const line_ctx *c, size_t p, char *buf, size_t cap)
+{
+    tsim_json_fault f;
+    size_t n = tsim_json_check(c->line + p, c->len - p, &f);
+    if (n == (size_t)-1)
+        n = 1;
+    size_t k = 0;
+    for (; k < n && k + 4 < cap && k < 24; k++)
+        buf[k] = (unsigned char)c->line[p + k] < 0x20 ? '?' : c->line[p + k];
+    if (k < n)
+        memcpy(buf + k, "...", 4);
+    else
+        buf[k] = '\0';
+}
+
+/* A plain non-negative integer (no sign, fraction, exponent or leading zero)
+ * at p; returns the byte after it, or (size_t)-1 after reporting. */
+static size_t parse_uint(const line_ctx *c, size_t p, const char *name, int64_t max, int64_t *out)
+{
+    const char *s = c->line;
+    size_t start = p;
+    uint64_t v = 0;
+    while (p < c->len && s[p] >= '0' && s[p] <= '9' && p - start < 16)
+        v = v * 10 + (uint64_t)(s[p++] - '0');
+    bool plain = p > start && !(s[start] == '0' && p - start > 1) &&
+                 !(p < c->len && ((s[p] >= '0' && s[p] <= '9') || s[p] == '.' || s[p] == 'e' || s[p] == 'E'));
+    if (!plain || v > (uint64_t)max) {
+        char text[32];
+        value_text(c, start, text, sizeof text);
+        if (plain)
+            line_fail(c, start, "%s is %s, above the limit of %lld", name, text, (long long)max);
+        else
+            line_fail(c, start, "%s is %s, expected a non-negative integer", name, text);
+        return (size_t)-1;
+    }
+    *out = (int64_t)v;
+    return p;
+}
+
+/* A string without escapes into buf (empty and *plain false when it has
+ * escapes or is too long: it then matches nothing). */
+static size_t parse_text(const line_ctx *c, size_t p, const char *name, char *buf, size_t cap, bool *plain)
+{
+    if (p >= c->len || c->line[p] != '"') {
+        char text[32];
+        value_text(c, p, text, sizeof text);
+        line_fail(c, p, "%s is %s, expected a string", name, text);
+        return (size_t)-1;
+    }
+    size_t start = p + 1, q = start;
+    while (q < c->len && c->line[q] != '"' && c->line[q] != '\\' && (unsigned char)c->line[q] >= 0x20)
+        q++;
+    if (q < c->len && c->line[q] == '"' && q - start < cap) {
+        memcpy(buf, c->line + start, q - start);
+        buf[q - start] = '\0';
+        *plain = true;
+        return q + 1;
+    }
+    tsim_json_fault f;
+    size_t n = tsim_json_check(c->line + p, c->len - p, &f);
+    if (n == (size_t)-1) {
+        line_fail(c, p, "malformed string");
+        return (size_t)-1;
+    }
+    buf[0] = '\0';
+    *plain = false;
+    return p + n;
+}
+
+/* "top_indices": rows of expert ids, counted into row (when not NULL). */
+static size_t parse_ids(const line_ctx *c, megatron *m, size_t p, int64_t *row, call *k)
+{
+    const char *s = c->line;
+    k->rows = 0;
+    k->row_len = -1;
+    k->max_id = -1;
+    if (p >= c->len || s[p] != '[') {
+        char text[32];
+        value_text(c, p, text, sizeof text);
+        line_fail(c, p, "\"top_indices\" is %s, expected an array of rows of expert ids", text);
+        return (size_t)-1;
+    }
+    p = skip_ws(c, p + 1);
+    if (p < c->len && s[p] == ']')
+        return p + 1;
+    const int64_t E = m->experts;
+    for (;;) {
+        if (p >= c->len || s[p] != '[') {
+            char text[32];
+            value_text(c, p, text, sizeof text);
+            line_fail(c, p, "\"top_indices\" row %lld is %s, expected an array of expert ids", (long long)k->rows,
+                      text);
+            return (size_t)-1;
+        }
+        size_t row_at = p;
+        p = skip_ws(c, p + 1);
+        int64_t n = 0;
+        if (p < c->len && s[p] == ']') {
+            p++;
+        } else {
+            for (;;) {
+                size_t at = p;
+                uint64_t v = 0;
+                while (p < c->len && s[p] >= '0' && s[p] <= '9' && p - at < 12)
+                    v = v * 10 + (uint64_t)(s[p++] - '0');
+                bool plain = p > at && !(s[at] == '0' && p - at > 1) &&
+                             !(p < c->len && ((s[p] >= '0' && s[p] <= '9') || s[p] == '.' || s[p] == 'e' ||
+                                              s[p] == 'E'));
+                if (!plain) {
+                    char text[32];
+                    value_text(c, at, text, sizeof text);
+                    line_fail(c, at, "\"top_indices\" row %lld: %s is not an expert id (a non-negative integer)",
+                              (long long)k->rows, text);
+                    return (size_t)-1;
+                }
+                if (v > (uint64_t)TSIM_MAX_EXPERTS) {
+                    line_fail(c, at, "\"top_indices\" row %lld: expert id %llu is above the limit of %d experts",
+                              (long long)k->rows, (unsigned long long)v, TSIM_MAX_EXPERTS);
+                    return (size_t)-1;
+                }
+                if ((int64_t)v > k->max_id)
+                    k->max_id = (int64_t)v;
+                if (E > 0 && v >= (uint64_t)E) {
+                    if (k->bad_id < 0) {
+                        k->bad_id = (int64_t)v;
+                        k->bad_row = k->rows;
+                        k->bad_at = at;
+                    }
+                } else if (row) {
+                    row[v]++;
+                }
+                n++;
+                p = skip_ws(c, p);
+                if (p < c->len && s[p] == ',') {
+                    p = skip_ws(c, p + 1);
+                    continue;
+                }
+                if (p < c->len && s[p] == ']') {
+                    p++;
+                    break;
+                }
+                line_fail(c, p, "\"top_indices\" row %lld: expected ',' or ']'", (long long)k->rows);
+                return (size_t)-1;
+            }
+        }
+        if (k->row_len < 0)
+            k->row_len = n;
+        else if (n != k->row_len) {
+            line_fail(c, row_at, "\"top_indices\" row %lld has %lld ids, but row 0 has %lld (every token picks topk)",
+                      (long long)k->rows, (long long)n, (long long)k->row_len);
+            return (size_t)-1;
+        }
+        k->rows++;
+        p = skip_ws(c, p);
+        if (p < c->len && s[p] == ',') {
+            p = skip_ws(c, p + 1);
+            continue;
+        }
+        if (p < c->len && s[p] == ']')
+            return p + 1;
+        line_fail(c, p, "\"top_indices\": expected ',' or ']' after row %lld", (long long)k->rows - 1);
+        return (size_t)-1;
+    }
+}
+
+enum { K_STEP, K_STAGE, K_BLOCK, K_LAYER, K_RANK, K_NUM_TOKENS, K_TOPK, K_TOP_INDICES, K_MTP_IDX, K_N };
+static const char *const keys[K_N] = {"step", "stage", "block",       "layer",  "rank",
+                                      "num_tokens", "topk", "top_indices", "mtp_idx"};
+
+/* Parses one line. row (E zeros, or NULL) receives the counts. Returns 0 or
+ * an error; k holds the call. */
+static int parse_call(const line_ctx *c, megatron *m, int64_t *row, call *k)
+{
+    memset(k, 0, sizeof *k);
+    k->block = BLOCK_DECODER;
+    k->bad_id = -1;
+    const char *s = c->line;
+    bool seen[K_N] = {false};
+    size_t p = skip_ws(c, 0);
+    if (p >= c->len || s[p] != '{')
+        return line_fail(c, p, "expected a router call object");
+    p = skip_ws(c, p + 1);
+    if (p < c->len && s[p] == '}')
+        return line_fail(c, p, "empty object: a router call needs \"step\", \"layer\" and \"top_indices\"");
+    for (;;) {
+        if (p >= c->len || s[p] != '"')
+            return line_fail(c, p, "expected a key");
+        size_t key_at = p;
+        size_t q = p + 1;
+        while (q < c->len && s[q] != '"' && s[q] != '\\' && (unsigned char)s[q] >= 0x20)
+            q++;
+        int id = -1;
+        if (q < c->len && s[q] == '"') {
+            for (int i = 0; i < K_N; i++)
+                if (strlen(keys[i]) == q - p - 1 && memcmp(s + p + 1, keys[i], q - p - 1) == 0)
+                    id = i;
+            p = q + 1;
+        } else {
+            tsim_json_fault f;
+            size_t n = tsim_json_check(s + p, c->len - p, &f);
+            if (n == (size_t)-1)
+                return line_fail(c, p, "malformed key");
+            p += n;
+        }
+        if (id >= 0 && seen[id])
+            return line_fail(c, key_at, "key \"%s\" appears twice", keys[id]);
+        p = skip_ws(c, p);
+        if (p >= c->len || s[p] != ':')
+            return line_fail(c, p, "expected ':' after a key");
+        p = skip_ws(c, p + 1);
+        bool plain = true;
+        char text[32];
+        switch (id) {
+        case K_STEP:
+            p = parse_uint(c, p, "\"step\"", TSIM_MAX_INDEX, &k->step);
+            break;
+        case K_LAYER:
+            p = parse_uint(c, p, "\"layer\"", MAX_LAYER, &k->layer);
+            break;
+        case K_RANK:
+            p = parse_uint(c, p, "\"rank\"", TSIM_MAX_RANKS - 1, &k->rank);
+            k->has_rank = true;
+            break;
+        case K_NUM_TOKENS:
+            p = parse_uint(c, p, "\"num_tokens\"", TSIM_MAX_INDEX, &k->num_tokens);
+            k->has_num_tokens = true;
+            break;
+        case K_TOPK:
+            p = parse_uint(c, p, "\"topk\"", TSIM_MAX_EXPERTS, &k->topk);
+            k->has_topk = true;
+            break;
+        case K_MTP_IDX:
+            p = parse_uint(c, p, "\"mtp_idx\"", MAX_MTP_IDX, &k->mtp_idx);
+            k->has_mtp_idx = true;
+            break;
+        case K_STAGE:
+            p = parse_text(c, p, "\"stage\"", k->stage, sizeof k->stage, &plain);
+            if (p != (size_t)-1 && !plain)
+                snprintf(k->stage, sizeof k->stage, "?");
+            break;
+        case K_BLOCK: {
+            size_t at = p;
+            p = parse_text(c, p, "\"block\"", text, sizeof text, &plain);
+            if (p == (size_t)-1)
+                break;
+            if (plain && strcmp(text, "decoder") == 0)
+                k->block = BLOCK_DECODER;
+            else if (plain && strcmp(text, "mtp") == 0)
+                k->block = BLOCK_MTP;
+            else {
+                char shown[32];
+                value_text(c, at, shown, sizeof shown);
+                return line_fail(c, at, "\"block\" is %s, expected \"decoder\" or \"mtp\"", shown);
+            }
+            break;
+        }
+        case K_TOP_INDICES:
+            p = parse_ids(c, m, p, row, k);
+            break;
+        default: {
+            tsim_json_fault f;
+            size_t n = tsim_json_check(s + p, c->len - p, &f);
+            if (n == (size_t)-1)
+                return line_fail(c, p, "malformed value");
+            char name[64];
+            size_t kl = 0;
+            for (size_t i = key_at + 1; i < c->len && s[i] != '"' && kl + 1 < sizeof name; i++)
+                name[kl++] = s[i];
+            name[kl] = '\0';
+            char where[TSIM_ERROR_MSG_MAX];
+            snprintf(where, sizeof where, "%s:%ld", c->f->path, c->lineno);
+            if (tsim_reader_warn_key(c->r, where, "in a router call", name))
+                return tsim_error_set(c->err, TSIM_E_INTERNAL, "out of memory");
+            p += n;
+        }
+        }
+        if (p == (size_t)-1)
+            return TSIM_E_INPUT;
+        if (id >= 0)
+            seen[id] = true;
+        p = skip_ws(c, p);
+        if (p < c->len && s[p] == ',') {
+            p = skip_ws(c, p + 1);
+            continue;
+        }
+        if (p < c->len && s[p] == '}')
+            break;
+        return line_fail(c, p, "expected ',' or '}'");
+    }
+    if (skip_ws(c, p + 1) != c->len)
+        return line_fail(c, skip_ws(c, p + 1), "text after the router call object");
+    static const int required[] = {K_STEP, K_LAYER, K_TOP_INDICES};
+    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
+        if (!seen[required[i]])
+            return line_fail(c, 0, "missing key \"%s\"", keys[required[i]]);
+    if (k->has_num_tokens && k->num_tokens != k->rows)
+        return line_fail(c, 0, "\"num_tokens\" is %lld, but \"top_indices\" has %lld rows", (long long)k->num_tokens,
+                         (long long)k->rows);
+    if (k->has_topk && k->rows > 0 && k->topk != k->row_len)
+        return line_fail(c, 0, "\"topk\" is %lld, but the rows of \"top_indices\" have %lld ids", (long long)k->topk,
+                         (long long)k->row_len);
+    if (k->block == BLOCK_MTP && k->has_mtp_idx)
+        k->layer += k->mtp_idx << 32;
+    return 0;
+}
+
+static const char *block_name(int b)
+{
+    return b == BLOCK_MTP ? "mtp" : "decoder";
+}
+
+/* The next call of the chosen block in file f: 1, 0 at its end, or an error.
+ * row (when not NULL) must hold E zeros; it receives the counts. */
+static int next_call(tsim_reader *r, megatron *m, int rank, int64_t *row, call *k, long *lineno, int64_t *other,
+                     tsim_error *err)
+{
+    rank_file *f = &m->files[rank];
+    for (;;) {
+        char *line;
+        size_t len;
+        int rc = tsim_gzline_next(&f->lines, &line, &len, err);
+        if (rc != 1)
+            return rc;
+        if (tsim_line_blank(line))
+            continue;
+        line_ctx c = {r, f, line, len, f->lines.line, err};
+        *lineno = f->lines.line;
+        /* Count into row only when the call is kept: parse into it, undo otherwise. */
+        if ((rc = parse_call(&c, m, row, k)))
+            return rc;
+        if (k->has_rank && k->rank != rank)
+            return line_fail(&c, 0, "\"rank\" is %lld, but the file is rank %d's", (long long)k->rank, rank);
+        bool stage_ok = !k->stage[0] || strcmp(k->stage, "pre_dispatch") == 0;
+        if (k->block == m->block && stage_ok) {
+            if (k->bad_id >= 0)
+                return line_fail(&c, k->bad_at, "\"top_indices\" row %lld: expert id %lld is out of range 0..%lld%s",
+                                 (long long)k->bad_row, (long long)k->bad_id, (long long)m->experts - 1,
+                                 m->experts_given ? " (--experts)" : "");
+            return 1;
+        }
+        if (!stage_ok) {
+            bool warned = false;
+            for (int i = 0; i < m->n_warned_stage; i++)
+                warned = warned || strcmp(m->warned_stage[i], k->stage) == 0;
+            if (!warned && m->n_warned_stage < MAX_STAGE_WARNINGS) {
+                snprintf(m->warned_stage[m->n_warned_stage++], sizeof m->warned_stage[0], "%s", k->stage);
+                if (tsim_reader_warn(r, "%s:%ld: router calls of stage \"%s\" are skipped (only \"pre_dispatch\" is read)",
+                                     f->path, *lineno, k->stage))
+                    return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+            }
+        }
+        if (other)
+            (*other)++;
+        if (row && m->experts > 0)
+            memset(row, 0, sizeof *row * (size_t)m->experts);
+    }
+}
+
+static void close_files(megatron *m)
+{
+    for (int i = 0; i < m->ranks; i++)
+        if (m->files[i].open) {
+            tsim_gzline_close(&m->files[i].lines);
+            m->files[i].open = false;
+        }
+}
+
+static int open_file(megatron *m, int rank, tsim_error *err)
+{
+    rank_file *f = &m->files[rank];
+    int rc = tsim_gzline_open(&f->lines, f->path, f->gz, tsim_trace_max_line(), err);
+    if (rc)
+        return rc;
+    f->open = true;
+    return TSIM_OK;
+}
+
+/* The calls of `layer` so far in this step, or NULL out of memory. */
+static int64_t *layer_calls(megatron *m, int64_t layer)
+{
+    if ((m->used + 1) * 2 > m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 256;
+        layer_slot *fresh = calloc(cap, sizeof *fresh);
+        if (!fresh)
+            return NULL;
+        for (size_t i = 0; i < m->cap; i++) {
+            if (m->slots[i].gen != m->gen)
+                continue;
+            size_t j = (size_t)((uint64_t)m->slots[i].layer * UINT64_C(0x9E3779B97F4A7C15) >> 20) & (cap - 1);
+            while (fresh[j].gen == m->gen)
+                j = (j + 1) & (cap - 1);
+            fresh[j] = m->slots[i];
+        }
+        free(m->slots);
+        m->slots = fresh;
+        m->cap = cap;
+    }
+    size_t j = (size_t)((uint64_t)layer * UINT64_C(0x9E3779B97F4A7C15) >> 20) & (m->cap - 1);
+    while (m->slots[j].gen == m->gen) {
+        if (m->slots[j].layer == layer)
+            return &m->slots[j].calls;
+        j = (j + 1) & (m->cap - 1);
+    }
+    m->slots[j] = (layer_slot){layer, 0, m->gen};
+    m->used++;
+    return &m->slots[j].calls;
+}
+
+static int megatron_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
+{
+    megatron *m = r->ext;
+    const size_t E = (size_t)m->experts;
+    call first, k;
+    long first_line = 0;
+    int rc;
+    tsim_reader_begin_counts(r);
+    for (int rank = 0; rank < m->ranks; rank++) {
+        int64_t *row = tsim_reader_row(r, rank);
+        memset(row, 0, sizeof *row * E);
+        long lineno = 0;
+        call *c = rank == 0 ? &first : &k;
+        rc = next_call(r, m, rank, row, c, &lineno, NULL, err);
+        if (rc < 0 || rc > 1)
+            return rc;
+        if (rc == 0) {
+            if (rank == 0) {
+                /* rank 0 is done: so must every other rank be */
+                for (int o = 1; o < m->ranks; o++) {
+                    long ol = 0;
+                    rc = next_call(r, m, o, NULL, &k, &ol, NULL, err);
+                    if (rc < 0 || rc > 1)
+                        return rc;
+                    if (rc == 1)
+                        return tsim_error_set(err, TSIM_E_INPUT,
+                                              "%s:%ld: a call of step %lld, layer %lld that %s does not have (it ends "
+                                              "after %lld calls): every rank must record the same calls",
+                                              m->files[o].path, ol, (long long)k.step, (long long)k.layer,
+                                              m->files[0].path, (long long)m->kept);
+                }
+                return 0;
+            }
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s: ends after %lld calls, but %s:%ld has another (step %lld, layer %lld): every "
+                                  "rank must record the same calls",
+                                  m->files[rank].path, (long long)m->kept, m->files[0].path, first_line,
+                                  (long long)first.step, (long long)first.layer);
+        }
+        if (rank == 0) {
+            first_line = lineno;
+        } else if (k.step != first.step || k.layer != first.layer) {
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s:%ld: step %lld, layer %lld, but the same call on rank 0 (%s:%ld) is step %lld, "
+                                  "layer %lld: every rank must record the same calls in the same order",
+                                  m->files[rank].path, lineno, (long long)k.step, (long long)k.layer,
+                                  m->files[0].path, first_line, (long long)first.step, (long long)first.layer);
+        }
+        tsim_reader_row_done(r);
+    }
+    /* microbatch: the i-th call of this layer within the step */
+    if (!m->have_step || first.step != m->step) {
+        if (m->have_step && first.step < m->step)
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s:%ld: step %lld comes after step %lld: calls must be in step order",
+                                  m->files[0].path, first_line, (long long)first.step, (long long)m->step);
+        m->mb_base += m->step_calls;
+        m->have_step = true;
+        m->step = first.step;
+        m->step_calls = 0;
+        m->gen++; /* empties the per-layer counters */
+        m->used = 0;
+    }
+    int64_t *calls = layer_calls(m, first.layer);
+    if (!calls)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    int64_t i = (*calls)++;
+    if (i + 1 > m->step_calls)
+        m->step_calls = i + 1;
+    m->kept++;
+    raw->microbatch = m->mb_base + i;
+    raw->layer = first.layer;
+    raw->line = first_line;
+    raw->kind = REC_COUNTS;
+    return 1;
+}
+
+static void megatron_close(tsim_reader *r)
+{
+    megatron *m = r->ext;
+    if (!m)
+        return;
+    if (m->files) {
+        close_files(m);
+        for (int i = 0; i < m->ranks; i++)
+            free(m->files[i].path);
+        free(m->files);
+    }
+    free(m->slots);
+    free(m);
+    r->ext = NULL;
+}
+
+static void megatron_progress(const tsim_reader *r, int64_t *bytes, int64_t *done, int64_t *total)
+{
+    const megatron *m = r->ext;
+    *bytes = 0;
+    *done = 0;
+    for (int i = 0; i < m->ranks; i++)
+        if (m->files[i].open) {
+            *bytes += m->files[i].lines.bytes;
+            *done += tsim_gzline_offset(&m->files[i].lines);
+        }
+    *total = m->total_size;
+}
+
+/* router_trace_rank{N}.jsonl or .jsonl.gz: N, or -1 when the name is not one. */
+static long rank_of(const char *name, bool *gz)
+{
+    size_t pl = strlen(PREFIX);
+    if (strncmp(name, PREFIX, pl) != 0)
+        return -1;
+    const char *p = name + pl;
+    if (*p < '0' || *p > '9' || (*p == '0' && p[1] >= '0' && p[1] <= '9'))
+        return -1;
+    long n = 0;
+    while (*p >= '0' && *p <= '9' && n <= TSIM_MAX_RANKS)
+        n = n * 10 + (*p++ - '0');
+    if (strcmp(p, ".jsonl") == 0)
+        *gz = false;
+    else if (strcmp(p, ".jsonl.gz") == 0)
+        *gz = true;
+    else
+        return -1;
+    return n;
+}
+
+/* Finds the rank files: 0..N-1, all present, each once. */
+static int find_files(tsim_reader *r, megatron *m, tsim_error *err)
+{
+    DIR *d = opendir(r->path);
+    if (!d)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open the directory: %s", r->path, strerror(errno));
+    char **names = calloc(TSIM_MAX_RANKS, sizeof *names);
+    bool *gz = calloc(TSIM_MAX_RANKS, sizeof *gz);
+    if (!names || !gz) {
+        free(names);
+        free(gz);
+        closedir(d);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
+    int rc = TSIM_OK;
+    long hi = -1;
+    struct dirent *e;
+    while (!rc && (e = readdir(d))) {
+        bool is_gz = false;
+        long n = rank_of(e->d_name, &is_gz);
+        if (n < 0)
+            continue;
+        if (n >= TSIM_MAX_RANKS) {
+            rc = tsim_error_set(err, TSIM_E_INPUT, "%s: %s: rank above the limit of %d", r->path, e->d_name,
+                                TSIM_MAX_RANKS - 1);
+            break;
+        }
+        if (names[n]) {
+            rc = tsim_error_set(err, TSIM_E_INPUT, "%s: both %s and %s: keep one", r->path, names[n], e->d_name);
+            break;
+        }
+        names[n] = strdup(e->d_name);
+        gz[n] = is_gz;
+        if (!names[n])
+            rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        if (n > hi)
+            hi = n;
+    }
+    closedir(d);
+    if (!rc && hi < 0)
+        rc = tsim_error_set(err, TSIM_E_INPUT,
+                            "%s: a directory without router_trace_rank{N}.jsonl files (the trace directory Megatron's "
+                            "--moe-routing-trace-path writes)",
+                            r->path);
+    for (long n = 0; !rc && n <= hi; n++)
+        if (!names[n])
+            rc = tsim_error_set(err, TSIM_E_INPUT,
+                                "%s: " PREFIX "%ld.jsonl is missing: ranks 0..%ld must all be there (found rank %ld)",
+                                r->path, n, hi, hi);
+    if (!rc) {
+        m->ranks = (int)(hi + 1);
+        m->files = calloc((size_t)m->ranks, sizeof *m->files);
+        if (!m->files)
+            rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        size_t dl = strlen(r->path);
+        bool slash = dl > 0 && r->path[dl - 1] == '/';
+        for (int n = 0; !rc && n < m->ranks; n++) {
+            size_t need = dl + strlen(names[n]) + 2;
+            m->files[n].path = malloc(need);
+            if (!m->files[n].path) {
+                rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+                break;
+            }
+            snprintf(m->files[n].path, need, "%s%s%s", r->path, slash ? "" : "/", names[n]);
+            m->files[n].gz = gz[n];
+            struct stat st;
+            if (stat(m->files[n].path, &st) == 0 && S_ISREG(st.st_mode))
+                m->total_size += (int64_t)st.st_size;
+        }
+    }
+    for (int n = 0; n < TSIM_MAX_RANKS; n++)
+        free(names[n]);
+    free(names);
+    free(gz);
+    return rc;
+}
+
+/* The first pass: the largest expert id and the ids per token. */
+static int scan_experts(tsim_reader *r, megatron *m, tsim_error *err)
+{
+    int64_t max_id = -1, kept = 0, other = 0;
+    for (int rank = 0; rank < m->ranks; rank++) {
+        int rc = open_file(m, rank, err);
+        if (rc)
+            return rc;
+        call k;
+        long lineno;
+        while ((rc = next_call(r, m, rank, NULL, &k, &lineno, &other, err)) == 1) {
+            kept++;
+            if (k.max_id > max_id)
+                max_id = k.max_id;
+            if (!m->topk && k.rows > 0)
+                m->topk = k.row_len;
+        }
+        close_files(m);
+        if (rc)
+            return rc;
+    }
+    if (kept == 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: no router calls of block \"%s\"%s", r->path,
+                              block_name(m->block),
+                              other ? m->block == BLOCK_DECODER ? " (there are others: --block mtp?)"
+                                                                : " (there are others: --block decoder?)"
+                                    : "");
+    if (max_id < 0)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: the router calls hold no expert ids, so the number of experts is unknown: give "
+                              "--experts N",
+                              r->path);
+    int64_t E = (max_id + 1 + m->ranks - 1) / m->ranks * m->ranks;
+    if (E > TSIM_MAX_EXPERTS)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: %lld experts (the largest id %lld + 1, rounded up to a multiple of %d ranks) is "
+                              "above the limit of %d",
+                              r->path, (long long)E, (long long)max_id, m->ranks, TSIM_MAX_EXPERTS);
+    m->experts = E;
+    return TSIM_OK;
+}
+
+/* With --experts: only the first kept call of rank 0, for topk. */
+static int peek_topk(tsim_reader *r, megatron *m, tsim_error *err)
+{
+    int rc = open_file(m, 0, err);
+    if (rc)
+        return rc;
+    call k;
+    long lineno;
+    int64_t other = 0;
+    rc = next_call(r, m, 0, NULL, &k, &lineno, &other, err);
+    close_files(m);
+    if (rc < 0 || rc > 1)
+        return rc;
+    if (rc == 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: no router calls of block \"%s\" in %s%s", r->path,
+                              block_name(m->block), m->files[0].path,
+                              other ? m->block == BLOCK_DECODER ? " (there are others: --block mtp?)"
+                                                                : " (there are others: --block decoder?)"
+                                    : "");
+    m->topk = k.rows > 0 ? k.row_len : k.topk;
+    return TSIM_OK;
+}
+
+int tsim_megatron_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err)
+{
+    megatron *m = calloc(1, sizeof *m);
+    if (!m)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    r->ext = m;
+    r->ext_close = megatron_close;
+    r->ext_progress = megatron_progress;
+    m->block = opts && opts->block && strcmp(opts->block, "mtp") == 0 ? BLOCK_MTP : BLOCK_DECODER;
+    m->gen = 1; /* calloc'd slots (generation 0) count as empty */
+    int rc = find_files(r, m, err);
+    if (rc)
+        return rc;
+    if (opts && opts->experts > 0) {
+        if (opts->experts % m->ranks != 0)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: --experts %d is not divisible by the %d ranks of the trace",
+                                  r->path, opts->experts, m->ranks);
+        m->experts = opts->experts;
+        m->experts_given = true;
+        rc = peek_topk(r, m, err);
+    } else {
+        rc = scan_experts(r, m, err);
+    }
+    if (rc)
+        return rc;
+    if (m->ranks * m->experts > TSIM_MAX_CELLS)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: %d ranks x %lld experts is above the limit of %lld counts per record", r->path,
+                              m->ranks, (long long)m->experts, (long long)TSIM_MAX_CELLS);
+    for (int rank = 0; rank < m->ranks; rank++)
+        if ((rc = open_file(m, rank, err)))
+            return rc;
+    r->hdr.experts = (int)m->experts;
+    r->hdr.ep = m->ranks;
+    r->file_ep = m->ranks;
+    r->hdr.ranks_per_node = 8;
+    r->hdr.topk = m->topk >= 1 && m->topk <= m->experts ? (int)m->topk : 0;
+    char base[256];
+    tsim_path_base(r->path, base, sizeof base);
+    cJSON *meta = cJSON_CreateObject();
+    if (!meta || !cJSON_AddStringToObject(meta, "source", "megatron") ||
+        !cJSON_AddStringToObject(meta, "dir", base) ||
+        !cJSON_AddStringToObject(meta, "block", block_name(m->block)) ||
+        !cJSON_AddNumberToObject(meta, "ranks", m->ranks)) {
+        cJSON_Delete(meta);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
+    r->hdr.meta = meta;
+    r->next_raw = megatron_next;
+    return TSIM_OK;
+}

@@ -1,0 +1,425 @@
+/* safetensors: an 8-byte little-endian header length N, N bytes of JSON
+ * ({"NAME": {"dtype", "shape", "data_offsets": [begin, end]}, ...,
+ * "__metadata__": {string: string}}), then the tensors' raw little-endian
+ * bytes. Everything in the header is checked before any data is read: sizes
+ * against dtypes and shapes, offsets against the file, no overlaps and no
+ * gaps. One tensor ("counts" or --tensor) is read as records by
+ * trace_dense.c; __metadata__ goes into the trace's meta. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json_strict.h"
+#include "trace_internal.h"
+
+/* The header limit of the safetensors format itself. */
+#define ST_HEADER_MAX INT64_C(100000000)
+
+typedef struct {
+    const char *name;
+    uint64_t begin, end;
+} span;
+
+static int span_cmp(const void *a, const void *b)
+{
+    const span *x = a, *y = b;
+    if (x->begin != y->begin)
+        return x->begin < y->begin ? -1 : 1;
+    if (x->end != y->end)
+        return x->end < y->end ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* Bytes per element of every dtype the format defines (0: unknown). */
+static int st_dtype_size(const char *t)
+{
+    static const struct {
+        const char *name;
+        int size;
+    } sizes[] = {{"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2},
+                 {"F16", 2},  {"BF16", 2}, {"I32", 4}, {"U32", 4},    {"F32", 4},     {"I64", 8}, {"U64", 8},
+                 {"F64", 8}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (strcmp(t, sizes[i].name) == 0)
+            return sizes[i].size;
+    return 0;
+}
+
+static bool st_dtype(const char *t, tsim_dtype *out)
+{
+    static const struct {
+        const char *name;
+        tsim_dtype t;
+    } known[] = {{"I32", TSIM_DT_I4}, {"I64", TSIM_DT_I8}, {"U32", TSIM_DT_U4},
+                 {"U64", TSIM_DT_U8}, {"F32", TSIM_DT_F4}, {"F64", TSIM_DT_F8}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(t, known[i].name) == 0) {
+            *out = known[i].t;
+            return true;
+        }
+    return false;
+}
+
+/* Tensor names come from the file: one printable line for messages. */
+static void shown(char *dst, size_t cap, const char *src)
+{
+    size_t i = 0;
+    for (; src[i] && i + 4 < cap; i++)
+        dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? '?' : src[i];
+    if (src[i])
+        memcpy(dst + i, "...", 4);
+    else
+        dst[i] = '\0';
+}
+
+/* A JSON number that is a non-negative integer below 2^53. */
+static bool json_uint(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v))
+        return false;
+    double d = v->valuedouble;
+    if (!(d >= 0) || d != floor(d) || d > 9007199254740991.0)
+        return false;
+    *out = (uint64_t)d;
+    return true;
+}
+
+typedef struct {
+    int ndim;
+    int64_t shape[8];
+    uint64_t elements; /* UINT64_MAX when the product overflows */
+} st_shape;
+
+/* One tensor entry: dtype, shape and data_offsets, nothing else. */
+static int check_entry(const tsim_reader *r, const cJSON *t, uint64_t data_size, span *sp, st_shape *shape,
+                       tsim_error *err)
+{
+    char name[80];
+    shown(name, sizeof name, t->string);
+    if (!cJSON_IsObject(t))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: header: tensor \"%s\" must be an object, got %s", r->path, name,
+                              tsim_json_type_name(t));
+    const cJSON *dtype = NULL, *dims = NULL, *offs = NULL;
+    for (const cJSON *k = t->child; k; k = k->next) {
+        const cJSON **slot = strcmp(k->string, "dtype") == 0          ? &dtype
+                             : strcmp(k->string, "shape") == 0        ? &dims
+                             : strcmp(k->string, "data_offsets") == 0 ? &offs
+                                                                      : NULL;
+        char key[80];
+        shown(key, sizeof key, k->string);
+        if (!slot)
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s: header: tensor \"%s\" has an unknown key \"%s\" (expected dtype, shape, "
+                                  "data_offsets)",
+                                  r->path, name, key);
+        if (*slot)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: header: tensor \"%s\" has key \"%s\" twice", r->path, name,
+                                  key);
+        *slot = k;
+    }
+    if (!dtype || !dims || !offs)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: header: tensor \"%s\" has no \"%s\"", r->path, name,
+                              !dtype ? "dtype" : !dims ? "shape" : "data_offsets");
+    if (!cJSON_IsString(dtype))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: header: tensor \"%s\": \"dtype\" must be a string, got %s",
+                              r->path, name, tsim_json_type_name(dtype));
+    if (!cJSON_IsArray(dims))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: header: tensor \"%s\": \"shape\" must be an array, got %s",
+                              r->path, name, tsim_json_type_name(dims));
+    shape->ndim = 0;
+    shape->elements = 1;
+    for (const cJSON *d = dims->child; d; d = d->next) {
+        uint64_t v;
+        if (!json_uint(d, &v))
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s: header: tensor \"%s\": \"shape\" must hold non-negative integers", r->path,
+                                  name);
+        if (shape->ndim == 8)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: header: tensor \"%s\": more than 8 dimensions", r->path,
+                                  name);
+        shape->shape[shape->ndim++] = (int64_t)v;
+        if (shape->elements != UINT64_MAX && __builtin_mul_overflow(shape->elements, v, &shape->elements))
+            shape->elements = UINT64_MAX;
+    }
+    uint64_t b, e;
+    if (!cJSON_IsArray(offs) || cJSON_GetArraySize(offs) != 2 || !json_uint(offs->child, &b) ||
+        !json_uint(offs->child->next, &e))
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: header: tensor \"%s\": \"data_offsets\" must be [begin, end], two non-negative "
+                              "integers",
+                              r->path, name);
+    if (b > e)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: header: tensor \"%s\": data_offsets [%llu, %llu] end before they begin",
+                              r->path, name, (unsigned long long)b, (unsigned long long)e);
+    if (e > data_size)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: header: tensor \"%s\": data_offsets [%llu, %llu] run past the end of the data "
+                              "(%llu bytes after the header)",
+                              r->path, name, (unsigned long long)b, (unsigned long long)e,
+                              (unsigned long long)data_size);
+    int size = st_dtype_size(dtype->valuestring);
+    if (size) {
+        uint64_t need = 0;
+        if (shape->elements == UINT64_MAX || __builtin_mul_overflow(shape->elements, (uint64_t)size, &need) ||
+            need != e - b) {
+            char dims_text[160];
+            tsim_shape_text(dims_text, sizeof dims_text, shape->shape, shape->ndim < 4 ? shape->ndim : 4);
+            if (shape->elements == UINT64_MAX || need / (uint64_t)size != shape->elements)
+                return tsim_error_set(err, TSIM_E_INPUT, "%s: header: tensor \"%s\": shape %s%s of %s is too large",
+                                      r->path, name, dims_text, shape->ndim > 4 ? "..." : "", dtype->valuestring);
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s: header: tensor \"%s\": shape %s%s of %s is %llu bytes, but data_offsets "
+                                  "[%llu, %llu] hold %llu",
+                                  r->path, name, dims_text, shape->ndim > 4 ? "..." : "", dtype->valuestring,
+                                  (unsigned long long)need, (unsigned long long)b, (unsigned long long)e,
+                                  (unsigned long long)(e - b));
+        }
+    }
+    sp->name = t->string;
+    sp->begin = b;
+    sp->end = e;
+    return 0;
+}
+
+static int read_exact(int fd, void *buf, size_t n, off_t at)
+{
+    size_t have = 0;
+    while (have < n) {
+        ssize_t got = pread(fd, (char *)buf + have, n - have, at + (off_t)have);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        have += (size_t)got;
+    }
+    return 0;
+}
+
+/* Everything up to the data: the header parsed and checked. On success the
+ * tensor's spec is filled and *meta holds the trace's meta. */
+static int parse_header(tsim_reader *r, int fd, int64_t size, const tsim_read_options *opts, tsim_dense_spec *spec,
+                        int64_t *tensor_bytes, cJSON **meta, tsim_error *err)
+{
+    unsigned char lenbuf[8];
+    if (size < 8 || read_exact(fd, lenbuf, 8, 0))
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: truncated safetensors file: %lld bytes, too short for the 8-byte header length",
+                              r->path, (long long)size);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--)
+        n = n << 8 | lenbuf[i];
+    if (n > (uint64_t)ST_HEADER_MAX)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: safetensors header length %llu is above the limit of %lld bytes (100 MB): not a "
+                              "safetensors file, or a damaged one",
+                              r->path, (unsigned long long)n, (long long)ST_HEADER_MAX);
+    if ((int64_t)n > size - 8)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: safetensors header length %llu runs past the end of the file (%lld bytes)", r->path,
+                              (unsigned long long)n, (long long)size);
+    char *text = malloc(n + 1);
+    if (!text)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for a %llu-byte header", (unsigned long long)n);
+    if (read_exact(fd, text, n, 8)) {
+        free(text);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: read error in the safetensors header", r->path);
+    }
+    text[n] = '\0';
+    tsim_json_fault f;
+    if (tsim_json_check_all(text, n, &f) == (size_t)-1) {
+        char near[28];
+        size_t k = 0;
+        for (size_t i = f.at; i < n && k < 24; i++)
+            near[k++] = (unsigned char)text[i] < 0x20 ? '?' : text[i];
+        near[k] = '\0';
+        free(text);
+        if (f.what[0])
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: header byte %zu: malformed JSON: %s", r->path, f.at + 8,
+                                  f.what);
+        if (f.at >= n)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: header byte %zu: malformed JSON: the header ends early",
+                                  r->path, f.at + 8);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: header byte %zu: malformed JSON near \"%s\"", r->path, f.at + 8,
+                              near);
+    }
+    cJSON *root = cJSON_ParseWithLength(text, n);
+    free(text);
+    if (!root)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory parsing the safetensors header");
+    int rc = TSIM_OK;
+    span *spans = NULL;
+    const uint64_t data_size = (uint64_t)(size - 8 - (int64_t)n);
+    const char *want = opts && opts->tensor ? opts->tensor : "counts";
+    const cJSON *metadata = NULL, *chosen = NULL;
+    st_shape chosen_shape = {0};
+    size_t count = 0;
+    if (!cJSON_IsObject(root)) {
+        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: header: expected a JSON object, got %s", r->path,
+                            tsim_json_type_name(root));
+        goto done;
+    }
+    spans = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *spans);
+    if (!spans) {
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        goto done;
+    }
+    for (const cJSON *t = root->child; t; t = t->next) {
+        for (const cJSON *d = t->next; d; d = d->next)
+            if (strcmp(d->string, t->string) == 0) {
+                char name[80];
+                shown(name, sizeof name, t->string);
+                rc = tsim_error_set(err, TSIM_E_INPUT, "%s: header: \"%s\" appears twice", r->path, name);
+                goto done;
+            }
+        if (strcmp(t->string, "__metadata__") == 0) {
+            if (!cJSON_IsObject(t)) {
+                rc = tsim_error_set(err, TSIM_E_INPUT, "%s: header: \"__metadata__\" must be an object, got %s",
+                                    r->path, tsim_json_type_name(t));
+                goto done;
+            }
+            for (const cJSON *m = t->child; m; m = m->next)
+                if (!cJSON_IsString(m)) {
+                    char key[80];
+                    shown(key, sizeof key, m->string);
+                    rc = tsim_error_set(err, TSIM_E_INPUT,
+                                        "%s: header: \"__metadata__\" values must be strings; \"%s\" is %s", r->path,
+                                        key, tsim_json_type_name(m));
+                    goto done;
+                }
+            metadata = t;
+            continue;
+        }
+        st_shape shape;
+        if ((rc = check_entry(r, t, data_size, &spans[count], &shape, err)))
+            goto done;
+        count++;
+        if (strcmp(t->string, want) == 0) {
+            chosen = t;
+            chosen_shape = shape;
+        }
+    }
+    /* The tensors tile the data exactly: sorted, each starts where the last ended. */
+    qsort(spans, count, sizeof *spans, span_cmp);
+    uint64_t at = 0;
+    for (size_t i = 0; i < count; i++) {
+        char name[80], prev[80];
+        shown(name, sizeof name, spans[i].name);
+        if (spans[i].begin < at) {
+            shown(prev, sizeof prev, spans[i - 1].name);
+            rc = tsim_error_set(err, TSIM_E_INPUT,
+                                "%s: header: tensor \"%s\" [%llu, %llu] overlaps tensor \"%s\" [%llu, %llu]", r->path,
+                                name, (unsigned long long)spans[i].begin, (unsigned long long)spans[i].end, prev,
+                                (unsigned long long)spans[i - 1].begin, (unsigned long long)spans[i - 1].end);
+            goto done;
+        }
+        if (spans[i].begin > at) {
+            rc = tsim_error_set(err, TSIM_E_INPUT,
+                                "%s: header: %llu bytes of data before tensor \"%s\" (at %llu) belong to no tensor",
+                                r->path, (unsigned long long)(spans[i].begin - at), name,
+                                (unsigned long long)spans[i].begin);
+            goto done;
+        }
+        at = spans[i].end;
+    }
+    if (at != data_size) {
+        rc = tsim_error_set(err, TSIM_E_INPUT,
+                            "%s: the tensors end at data byte %llu, but the file holds %llu bytes of data after the "
+                            "header",
+                            r->path, (unsigned long long)at, (unsigned long long)data_size);
+        goto done;
+    }
+    if (!chosen) {
+        char list[400] = "";
+        size_t len = 0, listed = 0;
+        for (const cJSON *t = root->child; t && len + 90 < sizeof list; t = t->next) {
+            if (strcmp(t->string, "__metadata__") == 0)
+                continue;
+            char name[80];
+            shown(name, sizeof name, t->string);
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s\"%s\"", listed++ ? ", " : "", name);
+        }
+        char name[80];
+        shown(name, sizeof name, want);
+        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: no tensor named \"%s\" (the file has %s%s)", r->path, name,
+                            count ? list : "none", count && opts && opts->tensor ? "" : "; pick one with --tensor NAME");
+        goto done;
+    }
+    char name[80];
+    shown(name, sizeof name, chosen->string);
+    const char *dt = cJSON_GetObjectItemCaseSensitive(chosen, "dtype")->valuestring;
+    if (!st_dtype(dt, &spec->dtype)) {
+        char dts[40];
+        shown(dts, sizeof dts, dt);
+        rc = tsim_error_set(err, TSIM_E_INPUT,
+                            "%s: tensor \"%s\" has dtype %s: expected I32, I64, U32, U64, F32 or F64", r->path, name,
+                            dts);
+        goto done;
+    }
+    if (chosen_shape.ndim > 4) {
+        rc = tsim_error_set(err, TSIM_E_INPUT,
+                            "%s: tensor \"%s\" has %d dimensions: expected [L, E] (one record per layer), [T, L, E] "
+                            "(totals per microbatch and layer) or [T, L, R, E] (per source rank)",
+                            r->path, name, chosen_shape.ndim);
+        goto done;
+    }
+    snprintf(spec->what, sizeof spec->what, "tensor \"%s\" ", name);
+    spec->ndim = chosen_shape.ndim;
+    memcpy(spec->shape, chosen_shape.shape, sizeof spec->shape);
+    uint64_t b = 0, e = 0;
+    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(chosen, "data_offsets");
+    json_uint(offs->child, &b);
+    json_uint(offs->child->next, &e);
+    spec->data_offset = 8 + (int64_t)n + (int64_t)b;
+    *tensor_bytes = (int64_t)(e - b);
+
+    char base[256];
+    tsim_path_base(r->path, base, sizeof base);
+    *meta = cJSON_CreateObject();
+    bool ok = *meta && cJSON_AddStringToObject(*meta, "source", "safetensors") &&
+              cJSON_AddStringToObject(*meta, "file", base) &&
+              cJSON_AddStringToObject(*meta, "tensor", chosen->string);
+    if (ok && metadata) {
+        cJSON *copy = cJSON_Duplicate(metadata, 1);
+        ok = copy && cJSON_AddItemToObject(*meta, "metadata", copy);
+    }
+    if (!ok)
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+done:
+    free(spans);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int tsim_safetensors_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err)
+{
+    int fd = open(r->path, O_RDONLY);
+    if (fd < 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open: %s", r->path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: not a regular file", r->path);
+    }
+    tsim_dense_spec spec;
+    memset(&spec, 0, sizeof spec);
+    cJSON *meta = NULL;
+    int64_t tensor_bytes = 0;
+    int rc = parse_header(r, fd, (int64_t)st.st_size, opts, &spec, &tensor_bytes, &meta, err);
+    if (rc) {
+        cJSON_Delete(meta);
+        close(fd);
+        return rc;
+    }
+    rc = tsim_dense_open(r, fd, &spec, tensor_bytes, opts, err);
+    if (rc) {
+        cJSON_Delete(meta);
+        return rc;
+    }
+    r->hdr.meta = meta;
+    return TSIM_OK;
+}

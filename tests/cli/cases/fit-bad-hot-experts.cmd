@@ -1,0 +1,1 @@
+$TAOTSIM fit --hot-experts 8 2>&1

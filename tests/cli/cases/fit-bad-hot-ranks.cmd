@@ -1,0 +1,1 @@
+$TAOTSIM fit --hot-ranks 0,20 2>&1

@@ -1,0 +1,1 @@
+$TAOTSIM fit --name x 2>&1

@@ -1,0 +1,1 @@
+cd $TMP && TAOTSIM_GNUPLOT=/nonexistent $TAOTSIM fit --hot-ranks 1 --hot-ranks per-node:1 --hot-experts all,2 --concentration 200 --tokens 256 --microbatches 1 --layers 2 --plots out > fit-out 2> fit-err; echo "exit $?"; grep -o "gnuplot not found" fit-err; wc -c < fit-out; ls out 2>/dev/null || echo "nothing written"

@@ -1,0 +1,1 @@
+cd $TMP && $TAOTSIM fit --hot-ranks 1 --hot-ranks per-node:1 --hot-experts all,2 --concentration 200 --tokens 256 --microbatches 1 --layers 2 --save-regime regime-tiny.json > /dev/null && cat regime-tiny.json
