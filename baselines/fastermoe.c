@@ -59,6 +59,7 @@
  * plan's own growth, which planners without a slot limit may do. */
 #include "fastermoe.h"
 
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,8 +209,17 @@ static int fastermoe_init(void **state, const tsim_topology *topo, const tsim_pl
     return TSIM_OK;
 }
 
+/* --fastermoe-* options: parsed, defaulted and listed in --help from here. */
+static const tsim_option_spec fastermoe_options[] = {
+    {.name = "fastermoe-comp-us", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, fastermoe.comp_us), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0.063", .help = "FasterMoE: compute per token, us"},
+    {.name = "fastermoe-feat-us", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, fastermoe.feat_us), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0.02", .help = "FasterMoE: send one token's features, us"},
+    {.name = "fastermoe-model-us", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, fastermoe.model_us), .lo = 0, .hi = 1000000000000.0, .arg = "X", .def = "380", .help = "FasterMoE: send one expert's weights, us"},
+    {0},
+};
+
 const tsim_planner_desc tsim_planner_fastermoe = {
     .name = "fastermoe",
+    .options = fastermoe_options,
     .summary = "FasterMoE: shadows the hottest experts on every rank while the estimated step time falls "
                "(no slot limit)",
     .init = fastermoe_init,

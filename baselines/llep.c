@@ -5,6 +5,7 @@
  * helper. */
 #include "llep.h"
 
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,8 +294,17 @@ static int llep_init(void **state, const tsim_topology *topo, const tsim_planner
     return TSIM_OK;
 }
 
+/* --llep-* options: parsed, defaulted and listed in --help from here. */
+static const tsim_option_spec llep_options[] = {
+    {.name = "llep-alpha", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, llep.alpha), .lo = 1e-09, .hi = 1000000000.0, .arg = "X", .def = "1.0", .help = "LLEP capacity factor"},
+    {.name = "llep-min-chunk", .type = TSIM_OPTION_INT64, .offset = offsetof(tsim_planner_options, llep.min_chunk), .lo = 0, .hi = 1125899906842624.0, .arg = "N", .def = "1024", .help = "LLEP minimum spill piece in tokens"},
+    {.name = "llep-threshold", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, llep.threshold), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0", .help = "LLEP activation threshold max/mean, 0 = off"},
+    {0},
+};
+
 const tsim_planner_desc tsim_planner_llep = {
     .name = "llep",
+    .options = llep_options,
     .summary = "LLEP: spills hot experts in chunks to the least-loaded ranks under a capacity (no slot limit)",
     .init = llep_init,
     .plan = llep_plan,

@@ -6,6 +6,7 @@
  * transfers. With --lplb-rehome eplb (eplb.md section 4) every record with a
  * history first re-homes the experts with EPLB (no copies: exactly hpr per
  * rank), and the plan carries that placement. */
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -459,8 +460,18 @@ int tsim_lplb_state_layers(const void *state)
     return ((const lplb_state *)state)->layer_count;
 }
 
+/* --lplb-* options: parsed, defaulted and listed in --help from here. */
+static const tsim_option_spec lplb_options[] = {
+    {.name = "lplb-graph", .type = TSIM_OPTION_STRING, .offset = offsetof(tsim_planner_options, lplb.graph), .size = TSIM_LPLB_GRAPH_MAX, .arg = "G", .def = "auto", .help = "auto|cube8|hypercube16|ring8|torus:MxN"},
+    {.name = "lplb-solver", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_planner_options, lplb.solver), .choices = "ipm|exact", .arg = "ipm|exact", .def = "ipm", .help = "LPLB LP solver"},
+    {.name = "lplb-history", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_planner_options, lplb.history), .choices = "prev|none|oracle", .arg = "prev|none|oracle", .def = "prev", .help = "LPLB replicated-expert choice"},
+    {.name = "lplb-rehome", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_planner_options, lplb.rehome), .choices = "none|eplb", .arg = "none|eplb", .def = "none", .help = "LPLB: re-home experts with EPLB before replicating"},
+    {0},
+};
+
 const tsim_planner_desc tsim_planner_lplb = {
     .name = "lplb",
+    .options = lplb_options,
     .summary = "DeepSeek LPLB: static replicas on a graph, per-group min-max LP (ipm or exact)",
     .init = lplb_init,
     .plan = lplb_plan,

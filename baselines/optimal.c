@@ -61,6 +61,7 @@
  * incumbent at the budget is the plan. */
 #include "optimal.h"
 
+#include <stddef.h>
 #include <glpk.h>
 #include <math.h>
 #include <stdio.h>
@@ -472,8 +473,16 @@ void tsim_optimal_stats_get(const void *state, tsim_optimal_stats *out)
     *out = s->stats;
 }
 
+/* --optimal-* options: parsed, defaulted and listed in --help from here. */
+static const tsim_option_spec optimal_options[] = {
+    {.name = "optimal-mu", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, optimal.mu), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0.001", .help = "optimal: weight of the weighted cost against imbalance"},
+    {.name = "optimal-node-limit", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_planner_options, optimal.node_limit), .lo = 1, .hi = 1000000000, .arg = "N", .def = "20000", .help = "optimal: branch-and-bound subproblems per record"},
+    {0},
+};
+
 const tsim_planner_desc tsim_planner_optimal = {
     .name = "optimal",
+    .options = optimal_options,
     .summary = "exact MIP (GLPK) of imbalance + mu * weighted cost, K guests per rank: the yardstick for small R, E",
     .init = optimal_init,
     .plan = optimal_plan,

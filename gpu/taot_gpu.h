@@ -81,14 +81,14 @@ bool tsim_taot_gpu_diagnostics(const tsim_taot_gpu *g, int i, struct tsim_taot_g
 void tsim_taot_gpu_free(tsim_taot_gpu *g);
 
 /* Benchmark for `taotsim bench --taot-device gpu`: at (R, E, K) = (16,128,2),
- * (32,128,2) and (64,256,2), 8 ranks per node, `records` synthetic skewed
+ * (32,128,2) and (64,256,2), 8 ranks per node, TAOT options from base, `records` synthetic skewed
  * records per shape (<= 0: 960) from `seed`: the CPU reference per record, the
  * GPU latency of one record (a launch of 1), and the GPU time per record in
  * launches of 48, every GPU plan checked against the CPU's. Writes a markdown
  * table to out. Returns TSIM_OK; TSIM_E_CHECK when a GPU plan differed from
  * the CPU's (counted in the table); TSIM_E_INPUT with the reason when no GPU
  * answers or the build has no CUDA. */
-int tsim_taot_gpu_bench(FILE *out, int records, uint64_t seed, tsim_error *err);
+int tsim_taot_gpu_bench(FILE *out, const tsim_planner_options *base, int records, uint64_t seed, tsim_error *err);
 #endif /* TSIM_TAOT_GPU_ENGINE_ONLY */
 
 /* ------------------------------------------------------------------------- */

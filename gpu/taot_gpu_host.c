@@ -289,8 +289,8 @@ static void bench_state_free(bench_state *b)
     free(b);
 }
 
-static int bench_shape_run(FILE *out, const bench_shape *sh, int records, uint64_t *state, long *mismatches_total,
-                           tsim_error *err)
+static int bench_shape_run(FILE *out, const tsim_planner_options *base, const bench_shape *sh, int records,
+                           uint64_t *state, long *mismatches_total, tsim_error *err)
 {
     const int R = sh->R, E = sh->E, batch = TSIM_TAOT_GPU_DEFAULT_BATCH;
     bench_state *b = calloc(1, sizeof *b);
@@ -324,8 +324,7 @@ static int bench_shape_run(FILE *out, const bench_shape *sh, int records, uint64
         }
         b->n_plans = i + 1;
     }
-    tsim_planner_options opts;
-    tsim_planner_options_default(&opts);
+    tsim_planner_options opts = *base;
     opts.taot.device = TSIM_DEVICE_CPU;
     if ((rc = tsim_taot_init(&b->cpu_ctx, &b->topo, &opts, err))) {
         bench_state_free(b);
@@ -417,7 +416,7 @@ static int bench_shape_run(FILE *out, const bench_shape *sh, int records, uint64
     return TSIM_OK;
 }
 
-int tsim_taot_gpu_bench(FILE *out, int records, uint64_t seed, tsim_error *err)
+int tsim_taot_gpu_bench(FILE *out, const tsim_planner_options *base, int records, uint64_t seed, tsim_error *err)
 {
     char why[512];
     if (!tsim_taot_gpu_available(why, sizeof why))
@@ -437,7 +436,7 @@ int tsim_taot_gpu_bench(FILE *out, int records, uint64_t seed, tsim_error *err)
             TSIM_TAOT_GPU_DEFAULT_BATCH, TSIM_TAOT_GPU_DEFAULT_BATCH);
     fprintf(out, "|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        int rc = bench_shape_run(out, &shapes[i], records, &state, &mismatches, err);
+        int rc = bench_shape_run(out, base, &shapes[i], records, &state, &mismatches, err);
         if (rc)
             return rc;
     }

@@ -63,7 +63,7 @@ void tsim_taot_gpu_free(tsim_taot_gpu *g)
     (void)g;
 }
 
-int tsim_taot_gpu_bench(FILE *out, int records, uint64_t seed, tsim_error *err)
+int tsim_taot_gpu_bench(FILE *out, const tsim_planner_options *base, int records, uint64_t seed, tsim_error *err)
 {
     (void)out;
     (void)records;

@@ -1,4 +1,5 @@
 #include "gpu_fixture.h"
+#include "registry.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
 #include "planner_fixture.h"
+#include "registry.h"
 
 #include <criterion/criterion.h>
 

@@ -347,6 +347,62 @@ Test(planner, spec_with_label_and_options)
     cr_assert(strstr(err.msg, "unknown option --taot-bogus") != NULL, "%s", err.msg);
 }
 
+/* The descriptors' option tables: every default parses under its own rules,
+ * every option is named after the planner that owns it, no name twice. */
+Test(planner, option_tables_are_consistent)
+{
+    int n = 0;
+    for (const tsim_option_spec *o; (o = tsim_planner_option_at(n)); n++) {
+        cr_assert(o->help && *o->help, "--%s has no help", o->name);
+        cr_assert_eq(tsim_planner_option_find(o->name), o, "--%s is listed twice", o->name);
+        if (o->type == TSIM_OPTION_CLEAR) {
+            cr_assert_null(o->def, "flag --%s has a default text", o->name);
+            continue;
+        }
+        cr_assert(o->def && o->arg, "--%s needs a default and an argument name", o->name);
+        tsim_planner_options opts;
+        memset(&opts, 0, sizeof opts);
+        tsim_error err = {0};
+        cr_assert_eq(tsim_option_apply(o, &opts, o->def, &err), TSIM_OK, "--%s default '%s': %s", o->name, o->def,
+                     err.msg);
+    }
+    cr_assert_geq(n, 20, "only %d options found", n);
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++)
+        for (const tsim_option_spec *o = (*d)->options; o && o->name; o++) {
+            size_t len = strlen((*d)->name);
+            cr_assert(strncmp(o->name, (*d)->name, len) == 0 && o->name[len] == '-',
+                      "--%s does not start with its planner's name '%s-'", o->name, (*d)->name);
+        }
+}
+
+Test(planner, option_apply_checks_type_range_and_flags)
+{
+    const tsim_option_spec *iters = tsim_planner_option_find("taot-iters");
+    const tsim_option_spec *phase3 = tsim_planner_option_find("taot-phase3");
+    const tsim_option_spec *hint = tsim_planner_option_find("taot-no-flow-hint");
+    cr_assert(iters && phase3 && hint);
+    tsim_planner_options o;
+    tsim_planner_options_default(&o);
+    cr_assert_eq(o.taot.iters, 50);
+    cr_assert(o.taot.flow_hint);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_option_apply(iters, &o, "7", &err), TSIM_OK);
+    cr_assert_eq(o.taot.iters, 7);
+    cr_assert_eq(tsim_option_apply(iters, &o, "100001", &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_option_apply(iters, &o, "1.5", &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_option_apply(iters, &o, NULL, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "--taot-iters needs a value");
+    cr_assert_eq(tsim_option_apply(phase3, &o, "split", &err), TSIM_OK);
+    cr_assert_eq(o.taot.phase3, TSIM_TAOT_SPLIT);
+    cr_assert_eq(tsim_option_apply(phase3, &o, "both", &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "--taot-phase3: expected auction or split, got 'both'");
+    cr_assert_eq(tsim_option_apply(hint, &o, "no", &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "--taot-no-flow-hint takes no value");
+    cr_assert(o.taot.flow_hint, "a rejected flag changes nothing");
+    cr_assert_eq(tsim_option_apply(hint, &o, NULL, &err), TSIM_OK);
+    cr_assert_not(o.taot.flow_hint);
+}
+
 Test(split, proportional_floors_then_intervals)
 {
     /* One expert (0) with 3 sources holding 5, 3, 2 tokens (tpe 10); two

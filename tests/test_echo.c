@@ -9,6 +9,7 @@
 #include "evaluate.h"
 #include "plan.h"
 #include "planner.h"
+#include "registry.h"
 #include "random_records.h"
 #include "record.h"
 #include "topology.h"

@@ -12,6 +12,7 @@
 #include "fastermoe.h"
 #include "plan.h"
 #include "planner.h"
+#include "registry.h"
 #include "planner_fixture.h"
 #include "random_records.h"
 #include "record.h"

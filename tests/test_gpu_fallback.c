@@ -17,6 +17,7 @@
 #include "gpu_fixture.h"
 #include "plan.h"
 #include "planner.h"
+#include "registry.h"
 #include "random_records.h"
 #include "taot_gpu.h"
 #include "taot_planner.h"
@@ -217,7 +218,9 @@ Test(gpu_fallback, bench_entry, .timeout = 600)
     FILE *out = open_memstream(&buf, &len);
     cr_assert_not_null(out);
     tsim_error err = {0};
-    const int rc = tsim_taot_gpu_bench(out, 96, 7, &err);
+    tsim_planner_options bench_opts;
+    tsim_planner_options_default(&bench_opts);
+    const int rc = tsim_taot_gpu_bench(out, &bench_opts, 96, 7, &err);
     fclose(out);
     char why[512];
     if (tsim_taot_gpu_available(why, sizeof why)) {

@@ -28,6 +28,7 @@
 #include "gpu_fixture.h"
 #include "plan.h"
 #include "planner.h"
+#include "registry.h"
 #include "random_records.h"
 #include "taot.h"
 #include "taot_gpu.h"
@@ -450,7 +451,9 @@ Test(gpu_parity, bench, .timeout = 600)
     FILE *out = open_memstream(&buf, &len);
     cr_assert_not_null(out);
     tsim_error err = {0};
-    const int rc = tsim_taot_gpu_bench(out, records, 7, &err);
+    tsim_planner_options bench_opts;
+    tsim_planner_options_default(&bench_opts);
+    const int rc = tsim_taot_gpu_bench(out, &bench_opts, records, 7, &err);
     fclose(out);
     const char *copy_to = getenv("TSIM_GPU_BENCH_OUT");
     if (copy_to && copy_to[0]) {

@@ -11,6 +11,7 @@
 #include "llep.h"
 #include "plan.h"
 #include "planner.h"
+#include "registry.h"
 #include "planner_fixture.h"
 #include "random_records.h"
 #include "record.h"

@@ -6,6 +6,7 @@
  * rehomed_* are reported for this planner from its first record on. */
 #include "eplb.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -272,8 +273,17 @@ bool tsim_eplb_state_recomputed(const void *state)
     return ((const eplb_state *)state)->recomputed;
 }
 
+/* --eplb-* options: parsed, defaulted and listed in --help from here. */
+static const tsim_option_spec eplb_options[] = {
+    {.name = "eplb-groups", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_planner_options, eplb.groups), .lo = 1, .hi = 1073741824, .arg = "G", .def = "1", .help = "EPLB: the router's expert groups, num_groups"},
+    {.name = "eplb-history", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_planner_options, eplb.history), .choices = "prev|oracle|none", .arg = "prev|oracle|none", .def = "prev", .help = "EPLB: what the layout is computed from"},
+    {.name = "eplb-interval", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_planner_options, eplb.interval), .lo = 1, .hi = 1073741824, .arg = "N", .def = "8", .help = "EPLB: records of a layer between recomputations"},
+    {0},
+};
+
 const tsim_planner_desc tsim_planner_eplb = {
     .name = "eplb",
+    .options = eplb_options,
     .summary = "DeepSeek EPLB: static redundant experts and re-homed experts from history",
     .init = eplb_init,
     .plan = eplb_plan,

@@ -10,6 +10,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "evaluate.h"
+#include "options.h"
 #include "parse.h"
 #include "planner.h"
 #include "registry.h"
@@ -442,67 +443,84 @@ static int build_planner_list(const char *arg, const tsim_planner_options *base,
     return TSIM_OK;
 }
 
+enum { OPT_PLANNERS = 1, OPT_RECORDS, OPT_SHAPES, OPT_RPN, OPT_SEED, OPT_READ, OPT_FORMAT };
+
+static const tsim_cli_option bench_options[] = {
+    {"planners", 0, true, OPT_PLANNERS},
+    {"records", 0, true, OPT_RECORDS},
+    {"shapes", 0, true, OPT_SHAPES},
+    {"rpn", 0, true, OPT_RPN},
+    {"ranks-per-node", 0, true, OPT_RPN},
+    {"seed", 0, true, OPT_SEED},
+    {"read", 0, true, OPT_READ},
+    {"format", 0, true, OPT_FORMAT},
+    {0},
+};
+
+typedef struct {
+    const char *planners_arg, *shapes_arg, *read_path;
+    int64_t records, seed;
+    int rpn;
+    tsim_format fmt;
+    bool phase3_given;
+} bench_args;
+
+static int bench_option(void *ctx, int id, const char *val, tsim_error *err)
+{
+    bench_args *a = ctx;
+    switch (id) {
+    case OPT_PLANNERS:
+        a->planners_arg = val;
+        return TSIM_OK;
+    case OPT_RECORDS:
+        return tsim_parse_int64(val, 1, INT64_C(100000000), &a->records, "--records", err);
+    case OPT_SHAPES:
+        a->shapes_arg = val;
+        return TSIM_OK;
+    case OPT_RPN:
+        return tsim_parse_int(val, 1, 4096, &a->rpn, "--rpn", err);
+    case OPT_SEED:
+        return tsim_parse_int64(val, 0, INT64_MAX, &a->seed, "--seed", err);
+    case OPT_READ:
+        a->read_path = val;
+        return TSIM_OK;
+    case OPT_FORMAT:
+        return tsim_format_parse(val, &a->fmt, err);
+    default:
+        return tsim_error_set(err, TSIM_E_INTERNAL, "bench: option %d has no handler", id);
+    }
+}
+
+/* An explicit --taot-phase3 benches that variant only (else both). */
+static void bench_planner_option(void *ctx, const tsim_option_spec *spec)
+{
+    bench_args *a = ctx;
+    a->phase3_given = a->phase3_given || strcmp(spec->name, "taot-phase3") == 0;
+}
+
 int tsim_cmd_bench(int argc, char **argv)
 {
     const char *cmd = "bench";
     tsim_error err = {0};
     tsim_planner_options base;
     tsim_planner_options_default(&base);
-    const char *planners_arg = NULL, *shapes_arg = NULL, *read_path = NULL;
-    int64_t records = DEFAULT_RECORDS, seed = 1;
-    int rpn = 8;
-    tsim_format fmt = TSIM_FORMAT_MD;
-    bool phase3_given = false;
-
-    tsim_argiter it = {argc, argv, 1};
-    const char *name, *inl;
-    int kind;
-    while ((kind = tsim_arg_next(&it, &name, &inl)) != TSIM_ARG_END) {
-        if (kind == TSIM_ARG_POSITIONAL)
-            return tsim_cli_usage_error(cmd, "unexpected argument '%s'", name);
-        if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
-            bench_help();
-            return 0;
-        }
-        if (tsim_planner_option_exists(name) && tsim_planner_option_is_flag(name)) {
-            bool known;
-            if (inl || tsim_planner_options_set(&base, name, NULL, &known, &err))
-                return tsim_cli_usage_error(cmd, "--%s takes no value", name);
-            continue;
-        }
-        static const char *const own[] = {"planners", "records", "shapes", "rpn", "ranks-per-node",
-                                          "seed", "read", "format"};
-        bool is_own = false;
-        for (size_t q = 0; q < sizeof own / sizeof own[0]; q++)
-            is_own = is_own || strcmp(name, own[q]) == 0;
-        if (!is_own && !tsim_planner_option_exists(name))
-            return tsim_cli_usage_error(cmd, "unknown option '%s'", it.argv[it.i - 1]);
-        const char *val = tsim_arg_value(&it, inl);
-        if (!val)
-            return tsim_cli_usage_error(cmd, "option -%s%s needs a value", name[1] ? "-" : "", name);
-        int rc = TSIM_OK;
-        if (strcmp(name, "planners") == 0)
-            planners_arg = val;
-        else if (strcmp(name, "records") == 0)
-            rc = tsim_parse_int64(val, 1, INT64_C(100000000), &records, "--records", &err);
-        else if (strcmp(name, "shapes") == 0)
-            shapes_arg = val;
-        else if (strcmp(name, "rpn") == 0 || strcmp(name, "ranks-per-node") == 0)
-            rc = tsim_parse_int(val, 1, 4096, &rpn, "--rpn", &err);
-        else if (strcmp(name, "seed") == 0)
-            rc = tsim_parse_int64(val, 0, INT64_MAX, &seed, "--seed", &err);
-        else if (strcmp(name, "read") == 0)
-            read_path = val;
-        else if (strcmp(name, "format") == 0)
-            rc = tsim_format_parse(val, &fmt, &err);
-        else {
-            bool known;
-            rc = tsim_planner_options_set(&base, name, val, &known, &err);
-            phase3_given = phase3_given || strcmp(name, "taot-phase3") == 0;
-        }
-        if (rc)
-            return tsim_cli_usage_error(cmd, "%s", err.msg);
+    bench_args a = {.records = DEFAULT_RECORDS, .seed = 1, .rpn = 8, .fmt = TSIM_FORMAT_MD};
+    const tsim_cli_parser parser = {
+        .cmd = cmd, .options = bench_options, .planner = &base, .on_option = bench_option,
+        .on_planner_option = bench_planner_option, .ctx = &a,
+    };
+    int parsed = tsim_cli_parse(&parser, argc, argv);
+    if (parsed == TSIM_CLI_HELP) {
+        bench_help();
+        return 0;
     }
+    if (parsed)
+        return parsed;
+    const char *planners_arg = a.planners_arg, *shapes_arg = a.shapes_arg, *read_path = a.read_path;
+    const int64_t records = a.records, seed = a.seed;
+    const int rpn = a.rpn;
+    const tsim_format fmt = a.fmt;
+    const bool phase3_given = a.phase3_given;
 
     const bool run_latency = !read_path || planners_arg || shapes_arg;
     bench_shape shapes[MAX_SHAPES];
@@ -572,7 +590,7 @@ int tsim_cmd_bench(int argc, char **argv)
             } else {
                 fputc('\n', stdout);
                 const int gpu_records = records < 100000 ? (int)records : 100000;
-                int rc = tsim_taot_gpu_bench(stdout, gpu_records, (uint64_t)seed, &err);
+                int rc = tsim_taot_gpu_bench(stdout, &base, gpu_records, (uint64_t)seed, &err);
                 fflush(stdout);
                 if (rc)
                     status = tsim_cli_fail(cmd, &err);

@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "evaluate.h"
+#include "options.h"
 #include "failif.h"
 #include "outfile.h"
 #include "parse.h"
@@ -112,104 +113,139 @@ static int check_gates(const tsim_session *s, const char *const *gates, int n)
     return status;
 }
 
+enum {
+    OPT_PLANNERS = 1, OPT_SLOTS, OPT_LAMBDA_EVAL, OPT_LAMBDA, OPT_EP, OPT_RPN, OPT_RANKS_PER_NODE, OPT_DATASET,
+    OPT_PER_RECORD, OPT_TIMING, OPT_STEP_MODEL, OPT_FAIL_IF, OPT_DUMP_PLANS, OPT_FORMAT, OPT_OUTPUT,
+};
+
+static const tsim_cli_option replay_options[] = {
+    {"planners", 0, true, OPT_PLANNERS},
+    {"slots", 0, true, OPT_SLOTS},
+    {"lambda-eval", 0, true, OPT_LAMBDA_EVAL},
+    {"lambda", 0, true, OPT_LAMBDA},
+    {"ep", 0, true, OPT_EP},
+    {"rpn", 0, true, OPT_RPN},
+    {"ranks-per-node", 0, true, OPT_RANKS_PER_NODE},
+    {"dataset", 0, true, OPT_DATASET},
+    {"per-record", 0, false, OPT_PER_RECORD},
+    {"timing", 0, false, OPT_TIMING},
+    {"step-model", 0, false, OPT_STEP_MODEL},
+    {"fail-if", 0, true, OPT_FAIL_IF},
+    {"dump-plans", 0, true, OPT_DUMP_PLANS},
+    {"format", 0, true, OPT_FORMAT},
+    {"output", 'o', true, OPT_OUTPUT},
+    {0},
+};
+
+/* Everything replay's command line sets. */
+typedef struct {
+    tsim_planner_options base;
+    const char *path, *planners_arg, *out_path, *dump_path;
+    const char *gates[32];
+    int n_gates;
+    tsim_read_options ropts;
+    tsim_replay_output_options oo;
+    int slots;
+    double lambda_eval;
+    bool timing, step_model_on;
+    tsim_step_model step_model;
+} replay_args;
+
+static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
+{
+    replay_args *a = ctx;
+    switch (id) {
+    case OPT_PLANNERS:
+        a->planners_arg = val;
+        return TSIM_OK;
+    case OPT_SLOTS:
+        return tsim_parse_int(val, 0, 1024, &a->slots, "--slots", err);
+    case OPT_LAMBDA_EVAL:
+        return tsim_parse_double(val, 0, 1e9, &a->lambda_eval, "--lambda-eval", err);
+    case OPT_LAMBDA: {
+        int rc = tsim_parse_double(val, 1e-9, 1e9, &a->lambda_eval, "--lambda", err);
+        a->base.lambda_plan = a->lambda_eval;
+        return rc;
+    }
+    case OPT_EP:
+        return tsim_parse_int(val, 1, 4096, &a->ropts.ep, "--ep", err);
+    case OPT_RPN:
+    case OPT_RANKS_PER_NODE:
+        return tsim_parse_int(val, 1, 4096, &a->ropts.ranks_per_node, "--rpn", err);
+    case OPT_DATASET:
+        a->ropts.dataset = val;
+        return TSIM_OK;
+    case OPT_PER_RECORD:
+        a->oo.per_record = true;
+        return TSIM_OK;
+    case OPT_TIMING:
+        a->timing = true;
+        return TSIM_OK;
+    case OPT_STEP_MODEL:
+        a->step_model_on = true;
+        return TSIM_OK;
+    case OPT_FAIL_IF: {
+        if (a->n_gates == 32)
+            return tsim_error_set(err, TSIM_E_INPUT, "at most 32 --fail-if expressions");
+        tsim_failif *f;
+        int rc = tsim_failif_parse(val, &f, err);
+        if (rc)
+            return rc;
+        tsim_failif_free(f);
+        a->gates[a->n_gates++] = val;
+        return TSIM_OK;
+    }
+    case OPT_DUMP_PLANS:
+        a->dump_path = val;
+        return TSIM_OK;
+    case OPT_FORMAT:
+        return tsim_format_parse(val, &a->oo.format, err);
+    case OPT_OUTPUT:
+        a->out_path = val;
+        return TSIM_OK;
+    default:
+        return tsim_error_set(err, TSIM_E_INTERNAL, "replay: option %d has no handler", id);
+    }
+}
+
+static int replay_positional(void *ctx, const char *arg, tsim_error *err)
+{
+    replay_args *a = ctx;
+    if (a->path)
+        return tsim_error_set(err, TSIM_E_INPUT, "one trace file only (got '%s' and '%s')", a->path, arg);
+    a->path = arg;
+    return TSIM_OK;
+}
+
 int tsim_cmd_replay(int argc, char **argv)
 {
     const char *cmd = "replay";
     tsim_error err = {0};
-    tsim_planner_options base;
-    tsim_planner_options_default(&base);
-    const char *path = NULL, *planners_arg = DEFAULT_PLANNERS, *out_path = NULL, *dump_path = NULL;
-    const char *gates[32];
-    int n_gates = 0;
-    tsim_read_options ropts = {0};
-    tsim_replay_output_options oo = {.format = TSIM_FORMAT_MD};
-    int slots = 2;
-    double lambda_eval = 3.0;
-    bool timing = false, step_model_on = false;
-    tsim_step_model step_model;
-    tsim_step_model_default(&step_model);
-
-    tsim_argiter it = {argc, argv, 1};
-    const char *name, *inl;
-    int kind;
-    while ((kind = tsim_arg_next(&it, &name, &inl)) != TSIM_ARG_END) {
-        if (kind == TSIM_ARG_POSITIONAL) {
-            if (path)
-                return tsim_cli_usage_error(cmd, "one trace file only (got '%s' and '%s')", path, name);
-            path = name;
-            continue;
-        }
-        if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
-            replay_help();
-            return 0;
-        }
-        if (strcmp(name, "per-record") == 0) {
-            oo.per_record = true;
-            continue;
-        }
-        if (strcmp(name, "timing") == 0) {
-            timing = true;
-            continue;
-        }
-        if (strcmp(name, "step-model") == 0) {
-            step_model_on = true;
-            continue;
-        }
-        if (tsim_step_model_option_exists(name) && tsim_step_model_option_is_flag(name)) {
-            bool known;
-            tsim_step_model_option(&step_model, name, NULL, &known, &err);
-            continue;
-        }
-        if (tsim_planner_option_exists(name) && tsim_planner_option_is_flag(name)) {
-            bool known;
-            if (inl || tsim_planner_options_set(&base, name, NULL, &known, &err))
-                return tsim_cli_usage_error(cmd, "--%s takes no value", name);
-            continue;
-        }
-        const char *val = tsim_arg_value(&it, inl);
-        if (!val)
-            return tsim_cli_usage_error(cmd, "option -%s%s needs a value", name[1] ? "-" : "", name);
-        int rc = TSIM_OK;
-        if (strcmp(name, "planners") == 0)
-            planners_arg = val;
-        else if (strcmp(name, "slots") == 0)
-            rc = tsim_parse_int(val, 0, 1024, &slots, "--slots", &err);
-        else if (strcmp(name, "lambda-eval") == 0)
-            rc = tsim_parse_double(val, 0, 1e9, &lambda_eval, "--lambda-eval", &err);
-        else if (strcmp(name, "lambda") == 0) {
-            rc = tsim_parse_double(val, 1e-9, 1e9, &lambda_eval, "--lambda", &err);
-            base.lambda_plan = lambda_eval;
-        } else if (strcmp(name, "ep") == 0)
-            rc = tsim_parse_int(val, 1, 4096, &ropts.ep, "--ep", &err);
-        else if (strcmp(name, "rpn") == 0 || strcmp(name, "ranks-per-node") == 0)
-            rc = tsim_parse_int(val, 1, 4096, &ropts.ranks_per_node, "--rpn", &err);
-        else if (strcmp(name, "dataset") == 0)
-            ropts.dataset = val;
-        else if (strcmp(name, "fail-if") == 0) {
-            tsim_failif *f;
-            if (n_gates == 32)
-                return tsim_cli_usage_error(cmd, "at most 32 --fail-if expressions");
-            if (tsim_failif_parse(val, &f, &err))
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-            tsim_failif_free(f);
-            gates[n_gates++] = val;
-        } else if (strcmp(name, "dump-plans") == 0)
-            dump_path = val;
-        else if (strcmp(name, "format") == 0)
-            rc = tsim_format_parse(val, &oo.format, &err);
-        else if (strcmp(name, "o") == 0 || strcmp(name, "output") == 0)
-            out_path = val;
-        else if (tsim_planner_option_exists(name)) {
-            bool known;
-            rc = tsim_planner_options_set(&base, name, val, &known, &err);
-        } else if (tsim_step_model_option_exists(name)) {
-            bool known;
-            rc = tsim_step_model_option(&step_model, name, val, &known, &err);
-        } else
-            return tsim_cli_usage_error(cmd, "unknown option '%s'", it.argv[it.i - (inl ? 1 : 2)]);
-        if (rc)
-            return tsim_cli_usage_error(cmd, "%s", err.msg);
+    replay_args a = {.planners_arg = DEFAULT_PLANNERS, .oo = {.format = TSIM_FORMAT_MD}, .slots = 2,
+                     .lambda_eval = 3.0};
+    tsim_planner_options_default(&a.base);
+    tsim_step_model_default(&a.step_model);
+    const tsim_cli_parser parser = {
+        .cmd = cmd, .options = replay_options, .planner = &a.base, .step_model = &a.step_model,
+        .on_option = replay_option, .on_positional = replay_positional, .ctx = &a,
+    };
+    int parsed = tsim_cli_parse(&parser, argc, argv);
+    if (parsed == TSIM_CLI_HELP) {
+        replay_help();
+        return 0;
     }
+    if (parsed)
+        return parsed;
+    tsim_planner_options base = a.base;
+    const char *path = a.path, *planners_arg = a.planners_arg, *out_path = a.out_path, *dump_path = a.dump_path;
+    const char *const *gates = a.gates;
+    const int n_gates = a.n_gates;
+    tsim_read_options ropts = a.ropts;
+    tsim_replay_output_options oo = a.oo;
+    const int slots = a.slots;
+    const double lambda_eval = a.lambda_eval;
+    const bool timing = a.timing, step_model_on = a.step_model_on;
+    const tsim_step_model step_model = a.step_model;
     if (!path)
         return tsim_cli_usage_error(cmd, "missing trace FILE");
 

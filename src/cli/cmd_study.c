@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "registry.h"
 #include "commands.h"
 #include "experiments.h"
 #include "failif.h"
+#include "options.h"
 #include "outfile.h"
 #include "parse.h"
 #include "plot.h"
@@ -202,6 +204,147 @@ static int study_option(study_kind k, tsim_study_config *c, const char *name, co
     return TSIM_OK;
 }
 
+/* Every option a study command may take, by name; a command's table is the
+ * subset that applies to it, so an option a study would ignore is refused. */
+static const struct {
+    const char *name;
+    int short_name;
+    bool has_value;
+    unsigned kinds; /* bit per study_kind */
+} study_option_list[] = {
+#define ALL_STUDIES 0xfu
+#define ONLY(k) (1u << (k))
+    {"planners", 0, true, ALL_STUDIES},
+    /* sweep and table1/ablation plan at one K; scaling varies it (--base-slots, --slot-list) */
+    {"slots", 0, true, ONLY(STUDY_TABLE1) | ONLY(STUDY_ABLATION) | ONLY(STUDY_SWEEP)},
+    /* sweep takes lists (--lambda-plan, --lambda-eval) instead */
+    {"lambda", 0, true, ONLY(STUDY_TABLE1) | ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+    {"lambda-eval", 0, true, ALL_STUDIES},
+    {"jobs", 'j', true, ALL_STUDIES},
+    {"std", 0, false, ALL_STUDIES},
+    {"timing", 0, false, ALL_STUDIES},
+    {"no-timing", 0, false, ALL_STUDIES},
+    {"step-model", 0, false, ALL_STUDIES},
+    {"fail-if", 0, true, ALL_STUDIES},
+    {"plots", 0, true, ALL_STUDIES},
+    {"format", 0, true, ALL_STUDIES},
+    {"output", 'o', true, ALL_STUDIES},
+    {"traces", 0, true, ONLY(STUDY_TABLE1)},
+    {"seeds", 0, true, ONLY(STUDY_ABLATION)},
+    {"ep", 0, true, ONLY(STUDY_ABLATION)},
+    {"imbalance", 0, true, ONLY(STUDY_ABLATION)},
+    {"lambda-plan", 0, true, ONLY(STUDY_SWEEP)},
+    {"lambda-from-bandwidth", 0, true, ONLY(STUDY_SWEEP)},
+    {"eps", 0, true, ONLY(STUDY_SCALING)},
+    {"imbalances", 0, true, ONLY(STUDY_SCALING)},
+    {"slot-list", 0, true, ONLY(STUDY_SCALING)},
+    {"base-ep", 0, true, ONLY(STUDY_SCALING)},
+    {"base-imbalance", 0, true, ONLY(STUDY_SCALING)},
+    {"base-slots", 0, true, ONLY(STUDY_SCALING)},
+    {"experts", 0, true, ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+    {"topk", 0, true, ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+    {"tokens", 0, true, ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+    {"rpn", 0, true, ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+    {"ranks-per-node", 0, true, ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+    {"microbatches", 0, true, ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+    {"layers", 0, true, ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+    {"concentration", 0, true, ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+    {"seed", 0, true, ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+#undef ONLY
+#undef ALL_STUDIES
+};
+
+/* The command's option table: ids are 1 + the index in study_option_list. */
+static void study_options_for(study_kind kind, tsim_cli_option *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof study_option_list / sizeof study_option_list[0] && n + 1 < cap; i++)
+        if (study_option_list[i].kinds & (1u << kind))
+            out[n++] = (tsim_cli_option){study_option_list[i].name, study_option_list[i].short_name,
+                                         study_option_list[i].has_value, (int)i + 1};
+    out[n] = (tsim_cli_option){0};
+}
+
+/* Options of other studies that a user may expect here: say what to use. */
+static const char *sweep_hint(const char *name)
+{
+    if (strcmp(name, "lambda") == 0)
+        return "sweep takes lists, --lambda-plan LIST and --lambda-eval LIST";
+    return NULL;
+}
+
+static const char *scaling_hint(const char *name)
+{
+    if (strcmp(name, "slots") == 0)
+        return "scaling varies K: --base-slots K for the other axes, --slot-list LIST for its own";
+    return NULL;
+}
+
+typedef struct {
+    study_kind kind;
+    tsim_study_config *c;
+    tsim_format format;
+    const char *out_path, *plots_dir;
+    const char *gates[MAX_GATES];
+    int n_gates;
+    bool show_std;
+} study_args;
+
+static int study_on_trace(void *ctx, const char *arg, tsim_error *err)
+{
+    (void)err;
+    study_args *a = ctx;
+    a->c->trace = arg;
+    return TSIM_OK;
+}
+
+static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
+{
+    study_args *a = ctx;
+    tsim_study_config *c = a->c;
+    const char *name = study_option_list[id - 1].name;
+    bool handled;
+    int rc = study_option(a->kind, c, name, val, &handled, err);
+    if (rc || handled)
+        return rc;
+    if (strcmp(name, "std") == 0)
+        a->show_std = true;
+    else if (strcmp(name, "timing") == 0)
+        c->timing = true;
+    else if (strcmp(name, "no-timing") == 0)
+        c->timing = false;
+    else if (strcmp(name, "step-model") == 0)
+        c->step_model_on = true;
+    else if (strcmp(name, "planners") == 0)
+        c->planners = val;
+    else if (strcmp(name, "slots") == 0)
+        rc = tsim_parse_int(val, 0, 1024, &c->slots, "--slots", err);
+    else if (strcmp(name, "lambda") == 0) {
+        rc = tsim_parse_double(val, 1e-9, 1e9, &c->lambda_eval, "--lambda", err);
+        c->base.lambda_plan = c->lambda_eval;
+    } else if (strcmp(name, "lambda-eval") == 0)
+        rc = tsim_parse_double(val, 0, 1e9, &c->lambda_eval, "--lambda-eval", err);
+    else if (strcmp(name, "jobs") == 0)
+        rc = tsim_parse_int(val, 1, 1024, &c->threads, "--jobs", err);
+    else if (strcmp(name, "format") == 0)
+        rc = tsim_format_parse(val, &a->format, err);
+    else if (strcmp(name, "output") == 0)
+        a->out_path = val;
+    else if (strcmp(name, "plots") == 0)
+        a->plots_dir = val;
+    else if (strcmp(name, "fail-if") == 0) {
+        if (a->n_gates == MAX_GATES)
+            return tsim_error_set(err, TSIM_E_INPUT, "at most %d --fail-if expressions", MAX_GATES);
+        tsim_failif *f;
+        if ((rc = tsim_failif_parse(val, &f, err)))
+            return rc;
+        tsim_failif_free(f);
+        a->gates[a->n_gates++] = val;
+    } else
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "%s: option --%s has no handler", study_names[a->kind], name);
+    return rc;
+}
+
 static int run_study(study_kind kind, int argc, char **argv)
 {
     const char *cmd = study_names[kind];
@@ -215,96 +358,26 @@ static int run_study(study_kind kind, int argc, char **argv)
     /* Plan time is one of the scaling study's outputs, so it is measured by
      * default there (--no-timing gives byte-reproducible output). */
     c.timing = kind == STUDY_SCALING;
-    tsim_format format = TSIM_FORMAT_MD;
-    const char *out_path = NULL, *plots_dir = NULL;
-    const char *gates[MAX_GATES];
-    int n_gates = 0;
-    bool show_std = false;
-
-    tsim_argiter it = {argc, argv, 1};
-    const char *name, *inl;
-    int kind_arg;
-    while ((kind_arg = tsim_arg_next(&it, &name, &inl)) != TSIM_ARG_END) {
-        if (kind_arg == TSIM_ARG_POSITIONAL) {
-            if (kind != STUDY_SWEEP)
-                return tsim_cli_usage_error(cmd, "unexpected argument '%s'", name);
-            c.trace = name;
-            continue;
-        }
-        if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
-            study_help(kind);
-            return 0;
-        }
-        bool known = false;
-        if (strcmp(name, "std") == 0) {
-            show_std = true;
-            continue;
-        }
-        if (strcmp(name, "timing") == 0) {
-            c.timing = true;
-            continue;
-        }
-        if (strcmp(name, "no-timing") == 0) {
-            c.timing = false;
-            continue;
-        }
-        if (strcmp(name, "step-model") == 0) {
-            c.step_model_on = true;
-            continue;
-        }
-        if (tsim_step_model_option_is_flag(name)) {
-            tsim_step_model_option(&c.step_model, name, NULL, &known, &err);
-            continue;
-        }
-        if (tsim_planner_option_is_flag(name)) {
-            if (tsim_planner_options_set(&c.base, name, inl, &known, &err))
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-            continue;
-        }
-        const char *val = tsim_arg_value(&it, inl);
-        if (!val)
-            return tsim_cli_usage_error(cmd, "option '%s' needs a value", name);
-        int rc = TSIM_OK;
-        bool handled;
-        if ((rc = study_option(kind, &c, name, val, &handled, &err)) || handled) {
-            if (rc)
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-            continue;
-        }
-        if (strcmp(name, "planners") == 0)
-            c.planners = val;
-        else if (strcmp(name, "slots") == 0)
-            rc = tsim_parse_int(val, 0, 1024, &c.slots, "--slots", &err);
-        else if (strcmp(name, "lambda") == 0) {
-            rc = tsim_parse_double(val, 1e-9, 1e9, &c.lambda_eval, "--lambda", &err);
-            c.base.lambda_plan = c.lambda_eval;
-        } else if (strcmp(name, "lambda-eval") == 0)
-            rc = tsim_parse_double(val, 0, 1e9, &c.lambda_eval, "--lambda-eval", &err);
-        else if (strcmp(name, "j") == 0 || strcmp(name, "jobs") == 0)
-            rc = tsim_parse_int(val, 1, 1024, &c.threads, "--jobs", &err);
-        else if (strcmp(name, "format") == 0)
-            rc = tsim_format_parse(val, &format, &err);
-        else if (strcmp(name, "o") == 0 || strcmp(name, "output") == 0)
-            out_path = val;
-        else if (strcmp(name, "plots") == 0)
-            plots_dir = val;
-        else if (strcmp(name, "fail-if") == 0) {
-            if (n_gates == MAX_GATES)
-                return tsim_cli_usage_error(cmd, "at most %d --fail-if expressions", MAX_GATES);
-            tsim_failif *f;
-            if (tsim_failif_parse(val, &f, &err))
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-            tsim_failif_free(f);
-            gates[n_gates++] = val;
-        } else if (tsim_planner_option_exists(name))
-            rc = tsim_planner_options_set(&c.base, name, val, &known, &err);
-        else if (tsim_step_model_option_exists(name))
-            rc = tsim_step_model_option(&c.step_model, name, val, &known, &err);
-        else
-            return tsim_cli_usage_error(cmd, "unknown option '--%s'", name);
-        if (rc)
-            return tsim_cli_usage_error(cmd, "%s", err.msg);
+    study_args a = {.kind = kind, .c = &c, .format = TSIM_FORMAT_MD};
+    tsim_cli_option options[64];
+    study_options_for(kind, options, sizeof options / sizeof options[0]);
+    const tsim_cli_parser parser = {
+        .cmd = cmd, .options = options, .planner = &c.base, .step_model = &c.step_model,
+        .on_option = study_on_option, .on_positional = kind == STUDY_SWEEP ? study_on_trace : NULL, .ctx = &a,
+        .hint = kind == STUDY_SWEEP ? sweep_hint : kind == STUDY_SCALING ? scaling_hint : NULL,
+    };
+    int parsed = tsim_cli_parse(&parser, argc, argv);
+    if (parsed == TSIM_CLI_HELP) {
+        study_help(kind);
+        return 0;
     }
+    if (parsed)
+        return parsed;
+    const tsim_format format = a.format;
+    const char *out_path = a.out_path, *plots_dir = a.plots_dir;
+    const char *const *gates = a.gates;
+    const int n_gates = a.n_gates;
+    const bool show_std = a.show_std;
     tsim_progress progress;
     tsim_progress_start(&progress, cmd);
     c.progress = on_progress;

@@ -58,11 +58,17 @@ bool tsim_step_model_option_is_flag(const char *name)
     return strcmp(name, "overlap") == 0 || strcmp(name, "no-overlap") == 0;
 }
 
+static const char *const option_names[] = {"us-per-token", "expert-mb", "intra-gbps", "inter-gbps",
+                                           "backward-ratio", "overlap", "no-overlap", NULL};
+
+const char *tsim_step_model_option_name(int i)
+{
+    return i >= 0 && i < (int)(sizeof option_names / sizeof option_names[0]) ? option_names[i] : NULL;
+}
+
 bool tsim_step_model_option_exists(const char *name)
 {
-    static const char *const names[] = {"us-per-token", "expert-mb", "intra-gbps", "inter-gbps",
-                                        "backward-ratio", "overlap", "no-overlap", NULL};
-    for (const char *const *n = names; *n; n++)
+    for (const char *const *n = option_names; *n; n++)
         if (strcmp(*n, name) == 0)
             return true;
     return false;

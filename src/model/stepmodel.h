@@ -42,6 +42,8 @@ double tsim_step_time_static_ms(const tsim_step_model *m, int ranks, const int64
 int tsim_step_model_option(tsim_step_model *m, const char *name, const char *value, bool *known, tsim_error *err);
 bool tsim_step_model_option_is_flag(const char *name);
 bool tsim_step_model_option_exists(const char *name);
+/* The i-th option name (the list above), NULL past the end: for parsers. */
+const char *tsim_step_model_option_name(int i);
 
 #define TSIM_STEP_MODEL_HELP                                                                  \
     "Step-time model (an estimate, enabled by --step-model):\n"                                \

@@ -77,20 +77,48 @@ typedef struct {
     tsim_optimal_options optimal;
 } tsim_planner_options;
 
-void tsim_planner_options_default(tsim_planner_options *o);
 
-/* Sets one option by its CLI name without the leading dashes ("taot-iters").
- * value is NULL for flags. Returns TSIM_OK, or TSIM_E_INPUT with a message;
- * *known is set false when the name is not a planner option at all. */
-int tsim_planner_options_set(tsim_planner_options *o, const char *name, const char *value, bool *known,
-                             tsim_error *err);
 
-/* Prints the planner options with their defaults, for --help. */
-void tsim_planner_options_help(FILE *out);
+
+/* One planner option, as its descriptor lists it: everything the CLI parser,
+ * --help, labelled planners and the every-planner tests need. The value lives
+ * at `offset` in tsim_planner_options. */
+typedef enum {
+    TSIM_OPTION_DOUBLE, /* double in [lo, hi] */
+    TSIM_OPTION_INT,    /* int in [lo, hi] */
+    TSIM_OPTION_INT64,  /* int64_t in [lo, hi] */
+    TSIM_OPTION_CHOICE, /* int: the index of the value in `choices` ("auction|split") */
+    TSIM_OPTION_STRING, /* char[size] */
+    TSIM_OPTION_CLEAR,  /* a flag without a value: sets a bool (default true) to false */
+} tsim_option_type;
+
+typedef struct {
+    const char *name;    /* CLI name without dashes, prefixed by the planner: "taot-iters" */
+    tsim_option_type type;
+    size_t offset;       /* into tsim_planner_options */
+    size_t size;         /* TSIM_OPTION_STRING: the buffer's size */
+    double lo, hi;       /* numbers: the accepted range */
+    const char *choices; /* TSIM_OPTION_CHOICE: values separated by '|' */
+    const char *arg;     /* the value's name in --help ("N", "X"); NULL for flags */
+    const char *def;     /* the default, as typed on the command line; NULL for flags */
+    const char *help;    /* one line; "(default ...)" is added unless it says it */
+} tsim_option_spec;
+
+/* Options every planner may read (--lambda-plan), NULL-name terminated. */
+extern const tsim_option_spec tsim_planner_common_options[];
+
+/* Sets the option described by spec from its command-line text (NULL for a
+ * flag). Messages name the option ("--taot-iters: ..."). */
+int tsim_option_apply(const tsim_option_spec *spec, void *options, const char *value, tsim_error *err);
+/* Writes spec's --help line. */
+void tsim_option_help_line(const tsim_option_spec *spec, FILE *out);
 
 typedef struct tsim_planner_desc {
     const char *name;
     const char *summary; /* one line for --help */
+    /* Its options (NULL-name terminated; NULL when it has none). Parsing,
+     * defaults, --help and labelled planners all come from this table. */
+    const tsim_option_spec *options;
     /* Allocates state and all scratch for this topology. */
     int (*init)(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err);
     /* Plans one record into out (reset by the callee). No allocation except
@@ -127,9 +155,5 @@ void tsim_planner_stop(tsim_planner *p);
 
 
 
-/* True for planner options that take no value (--taot-no-flow-hint ...). */
-bool tsim_planner_option_is_flag(const char *name);
-/* True when name is a planner option at all. */
-bool tsim_planner_option_exists(const char *name);
 
 #endif

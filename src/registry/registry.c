@@ -4,6 +4,7 @@
 #include "registry.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "taot_planner.h"
@@ -16,9 +17,18 @@ extern const tsim_planner_desc tsim_planner_fastermoe;
 extern const tsim_planner_desc tsim_planner_optimal;
 extern const tsim_planner_desc tsim_planner_eplb;
 
+/* THE list: adding a planner is its own files plus one line here (and its
+ * extern above). The order is the order of --help and of "known:" lists. */
 static const tsim_planner_desc *const registry[] = {
-    &tsim_planner_none, &tsim_planner_taot, &tsim_planner_echo, &tsim_planner_llep, &tsim_planner_lplb,
-    &tsim_planner_fastermoe, &tsim_planner_optimal, &tsim_planner_eplb, NULL,
+    &tsim_planner_none,
+    &tsim_planner_taot,
+    &tsim_planner_echo,
+    &tsim_planner_llep,
+    &tsim_planner_lplb,
+    &tsim_planner_eplb,
+    &tsim_planner_fastermoe,
+    &tsim_planner_optimal,
+    NULL,
 };
 
 const tsim_planner_desc *const *tsim_planner_all(void)
@@ -32,6 +42,96 @@ const tsim_planner_desc *tsim_planner_find(const char *name)
         if (strcmp((*d)->name, name) == 0)
             return *d;
     return NULL;
+}
+
+/* Calls fn for the common options, then every planner's, in registry order;
+ * stops at the first that returns true and returns it. */
+static const tsim_option_spec *option_scan(bool (*fn)(const tsim_option_spec *, void *), void *ctx)
+{
+    for (const tsim_option_spec *o = tsim_planner_common_options; o->name; o++)
+        if (fn(o, ctx))
+            return o;
+    for (const tsim_planner_desc *const *d = registry; *d; d++)
+        for (const tsim_option_spec *o = (*d)->options; o && o->name; o++)
+            if (fn(o, ctx))
+                return o;
+    return NULL;
+}
+
+static bool has_name(const tsim_option_spec *o, void *name)
+{
+    return strcmp(o->name, name) == 0;
+}
+
+const tsim_option_spec *tsim_planner_option_find(const char *name)
+{
+    return option_scan(has_name, (void *)name);
+}
+
+const tsim_option_spec *tsim_planner_option_at(int i)
+{
+    for (const tsim_option_spec *o = tsim_planner_common_options; o->name; o++)
+        if (i-- == 0)
+            return o;
+    for (const tsim_planner_desc *const *d = registry; *d; d++)
+        for (const tsim_option_spec *o = (*d)->options; o && o->name; o++)
+            if (i-- == 0)
+                return o;
+    return NULL;
+}
+
+/* Defaults: every option's `def` (flags: true), applied by the same parser. */
+static bool apply_default(const tsim_option_spec *o, void *options)
+{
+    if (o->type == TSIM_OPTION_CLEAR) {
+        *(bool *)((char *)options + o->offset) = true;
+        return false;
+    }
+    tsim_error err = {0};
+    /* A default that fails to parse is a bug in a table; the every-planner
+     * test (test_core) checks each default against its own range. */
+    if (o->def)
+        tsim_option_apply(o, options, o->def, &err);
+    return false;
+}
+
+void tsim_planner_options_default(tsim_planner_options *o)
+{
+    memset(o, 0, sizeof *o);
+    option_scan(apply_default, o);
+}
+
+int tsim_planner_options_set(tsim_planner_options *o, const char *name, const char *value, bool *known,
+                             tsim_error *err)
+{
+    const tsim_option_spec *spec = tsim_planner_option_find(name);
+    *known = spec != NULL;
+    if (!spec)
+        return tsim_error_set(err, TSIM_E_INPUT, "unknown option --%s", name);
+    return tsim_option_apply(spec, o, value, err);
+}
+
+static bool print_help(const tsim_option_spec *o, void *out)
+{
+    tsim_option_help_line(o, out);
+    return false;
+}
+
+void tsim_planner_options_help(FILE *out)
+{
+    fputs("Planner options (prefixed by the planner they belong to):\n", out);
+    option_scan(print_help, out);
+}
+
+bool tsim_planner_option_is_flag(const char *name)
+{
+    const tsim_option_spec *o = tsim_planner_option_find(name);
+    return o && o->type == TSIM_OPTION_CLEAR;
+}
+
+bool tsim_planner_option_exists(const char *name)
+{
+    return tsim_planner_option_find(name) != NULL;
 }
 
 int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planner_options *base, tsim_error *err)

@@ -2,6 +2,7 @@
 #ifndef TSIM_REGISTRY_H
 #define TSIM_REGISTRY_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "planner.h"
@@ -26,5 +27,21 @@ int tsim_planner_list_parse(const char *list, const tsim_planner_options *base, 
 
 /* Writes one line per planner of the list that fell back (see fell_back). */
 void tsim_planner_report_fallbacks(const tsim_planner *planners, int n, FILE *out);
+
+/* Every option of every planner comes from the descriptors' tables. */
+void tsim_planner_options_default(tsim_planner_options *o);
+/* Sets one option by its CLI name without the leading dashes ("taot-iters").
+ * value is NULL for flags. Returns TSIM_OK, or TSIM_E_INPUT with a message;
+ * *known is set false when the name is not a planner option at all. */
+int tsim_planner_options_set(tsim_planner_options *o, const char *name, const char *value, bool *known,
+                             tsim_error *err);
+/* Prints every planner option with its default, for --help. */
+void tsim_planner_options_help(FILE *out);
+/* The option called name (common or any planner's), or NULL. */
+const tsim_option_spec *tsim_planner_option_find(const char *name);
+/* The i-th option (common first, then by registry order), NULL past the end. */
+const tsim_option_spec *tsim_planner_option_at(int i);
+bool tsim_planner_option_is_flag(const char *name);
+bool tsim_planner_option_exists(const char *name);
 
 #endif

@@ -1,4 +1,5 @@
 #include "vector.h"
+#include "registry.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>

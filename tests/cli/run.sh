@@ -2,7 +2,8 @@
 # CLI golden tests. Each case is tests/cli/cases/NAME.cmd: one shell command
 # line run from the source root with $TAOTSIM set to the binary and $TMP to a
 # fresh scratch directory. Its stdout must equal NAME.out byte for byte and its
-# exit status must equal NAME.status (0 when that file is absent).
+# exit status must equal NAME.status (0 when that file is absent); when
+# NAME.err exists, stderr must equal it too.
 # TSIM_UPDATE_GOLDEN=1 rewrites the .out/.status files from the current binary.
 set -u
 root=${TSIM_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -21,6 +22,8 @@ for cmd in tests/cli/cases/*.cmd; do
     [ -f "$name.status" ] && want_status=$(cat "$name.status")
     if [ "${TSIM_UPDATE_GOLDEN:-0}" = 1 ]; then
         cp "$actual" "$name.out"
+        # stderr is pinned for the cases that have a .err file
+        [ -f "$name.err" ] && cp "$scratch/stderr" "$name.err"
         if [ "$status" -ne 0 ]; then echo "$status" >"$name.status"; else rm -f "$name.status"; fi
         echo "updated $name"
     elif [ "$status" != "$want_status" ]; then
@@ -30,6 +33,10 @@ for cmd in tests/cli/cases/*.cmd; do
     elif ! cmp -s "$actual" "$name.out"; then
         echo "FAIL $name: stdout differs from $name.out"
         diff "$name.out" "$actual" | head -20
+        fail=$((fail + 1))
+    elif [ -f "$name.err" ] && ! cmp -s "$scratch/stderr" "$name.err"; then
+        echo "FAIL $name: stderr differs from $name.err"
+        diff "$name.err" "$scratch/stderr" | head -20
         fail=$((fail + 1))
     else
         pass=$((pass + 1))

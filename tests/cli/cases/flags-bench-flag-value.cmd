@@ -1,0 +1,1 @@
+$TAOTSIM bench --taot-no-comm-cost=off

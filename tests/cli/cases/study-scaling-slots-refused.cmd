@@ -1,0 +1,1 @@
+$TAOTSIM scaling --slots 7
