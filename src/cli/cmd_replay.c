@@ -64,6 +64,7 @@ typedef struct {
     tsim_outfile dump;
     bool dumping;
     const char *trace_path;
+    const int32_t *home; /* the trace's explicit home map, or NULL */
 } replay_hook_ctx;
 
 static int dump_hook(void *ctx_, tsim_session *s, int planner, const tsim_record *rec, tsim_plan *plan,
@@ -76,9 +77,21 @@ static int dump_hook(void *ctx_, tsim_session *s, int planner, const tsim_record
     char name[160];
     snprintf(name, sizeof name, "record-%lld", (long long)rec->index);
     cJSON *opts = tsim_vector_options_json(p->desc->name, s->topo.slots, s->topo.ranks_per_node, &p->opts);
-    cJSON *j = tsim_vector_plan_json(name, p->desc->name, opts, rec, plan, s->ev.load_after, m, false);
+    /* Self-contained, as the vector format asks: the counts (and an explicit
+     * home map) travel with the plan, so it can be checked without the trace. */
+    cJSON *j = tsim_vector_plan_json(name, p->desc->name, opts, rec, plan, s->ev.load_after, m, true);
     if (!j)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if (ctx->home) {
+        cJSON *home = cJSON_CreateArray();
+        for (int e = 0; home && e < rec->experts; e++)
+            cJSON_AddItemToArray(home, cJSON_CreateNumber(ctx->home[e]));
+        if (!home) {
+            cJSON_Delete(j);
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        }
+        cJSON_AddItemToObject(j, "home", home);
+    }
     cJSON_AddStringToObject(j, "label", p->label);
     cJSON_AddNumberToObject(j, "record", (double)rec->index);
     cJSON_AddNumberToObject(j, "microbatch", (double)rec->microbatch);
@@ -278,7 +291,7 @@ int tsim_cmd_replay(int argc, char **argv)
      * bounded summary of stats.h; shorter replays keep every value and print
      * exactly what they always did. */
     tsim_session_bound_memory(&s, TSIM_SESSION_EXACT_RECORDS);
-    replay_hook_ctx hctx = {.trace_path = path};
+    replay_hook_ctx hctx = {.trace_path = path, .home = h->home};
     int status = TSIM_OK;
     tsim_outfile out = {0};
     if (dump_path) {

@@ -1,0 +1,1 @@
+sed "s/\"home\": null/\"home\": [3,3,3,3,2,2,2,2,1,1,1,1,0,0,0,0]/" traces/tiny-4rank.json > $TMP/t.json && $TAOTSIM replay $TMP/t.json --planners taot --dump-plans $TMP/p.jsonl >/dev/null && head -1 $TMP/p.jsonl | python3 -c "import json,sys; d=json.loads(sys.stdin.read()); print(sorted(d)); print(d[\"counts\"][0][:4], d.get(\"home\", \"no home\"))"
