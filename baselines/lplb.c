@@ -31,6 +31,7 @@ typedef struct {
     int R, E, hpr, D, G, groups;
     int solver, history;
     tsim_lplb_graph graph;
+    bool graph_auto; /* the graph was --lplb-graph auto's choice */
     int32_t *rank_experts; /* [R * hpr]: home experts, ascending */
     int32_t *bundles;      /* [R * D]: expert of bundle (rank, d) */
     int32_t *nonrep;       /* [R * (hpr - D)]: the other home experts, in history order */
@@ -68,6 +69,7 @@ static int lplb_init(void **state, const tsim_topology *topo, const tsim_planner
     lplb_state *s = calloc(1, sizeof *s);
     if (!s)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the lplb planner");
+    s->graph_auto = strcmp(o->graph, "auto") == 0;
     int rc = tsim_lplb_graph_build(&s->graph, o->graph, topo, err);
     if (rc) {
         free(s);
@@ -460,6 +462,17 @@ int tsim_lplb_state_layers(const void *state)
     return ((const lplb_state *)state)->layer_count;
 }
 
+/* Which graph `auto` chose, since it depends on the trace's shape. */
+static bool lplb_note(const void *state, char *line, size_t n)
+{
+    const lplb_state *s = state;
+    const tsim_lplb_graph *g = &s->graph;
+    if (!s->graph_auto)
+        return false;
+    snprintf(line, n, "graph auto chose %s (%d groups of %d ranks)", g->name, g->groups, g->group_size);
+    return true;
+}
+
 /* --lplb-* options: parsed, defaulted and listed in --help from here. */
 static const tsim_option_spec lplb_options[] = {
     {.name = "lplb-graph", .type = TSIM_OPTION_STRING, .offset = offsetof(tsim_planner_options, lplb.graph), .size = TSIM_LPLB_GRAPH_MAX, .arg = "G", .def = "auto", .help = "auto|cube8|hypercube16|ring8|torus:MxN"},
@@ -472,6 +485,7 @@ static const tsim_option_spec lplb_options[] = {
 const tsim_planner_desc tsim_planner_lplb = {
     .name = "lplb",
     .options = lplb_options,
+    .note = lplb_note,
     .summary = "DeepSeek LPLB: static replicas on a graph, per-group min-max LP (ipm or exact)",
     .init = lplb_init,
     .plan = lplb_plan,

@@ -5,6 +5,7 @@
 #define TSIM_LPLB_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -28,6 +29,11 @@ typedef struct {
 /* Builds a named graph on its own (cube8, hypercube16, ring8, torus:MxN; not
  * auto) and checks it. TSIM_E_INPUT for an unknown or malformed name. */
 int tsim_lplb_graph_make(tsim_lplb_graph *g, const char *name, tsim_error *err);
+
+/* The graph `auto` picks for R ranks, rpn per node and K slots (its name into
+ * name[n]): the paper's cube8 / torus:(R/8)x8 at rpn 8, else a torus of nodes x
+ * ranks per node, cube8 blocks, any torus, or a ring for K = 1. */
+int tsim_lplb_graph_auto(char *name, size_t n, int R, int rpn, int K, tsim_error *err);
 
 /* Resolves `auto`, builds the graph and checks that it fits the topology:
  * D == K, G divides R, hpr >= D. TSIM_E_INPUT with a message otherwise. */

@@ -68,6 +68,17 @@ int tsim_lplb_graph_make(tsim_lplb_graph *g, const char *name, tsim_error *err)
             return rc;
         for (int r = 0; r < 8; r++)
             g->r2o[r] = (r + 1) % 8;
+    } else if (strncmp(name, "ring:", 5) == 0) {
+        /* ring8 of any size (an extension: auto's choice for K = 1). */
+        int size;
+        if ((rc = tsim_parse_int(name + 5, 2, TSIM_MAX_RANKS, &size, "lplb ring size", err)))
+            return rc;
+        char canon[TSIM_LPLB_NAME_MAX];
+        snprintf(canon, sizeof canon, "ring:%d", size);
+        if ((rc = graph_alloc(g, canon, size, 1, err)))
+            return rc;
+        for (int r = 0; r < size; r++)
+            g->r2o[r] = (r + 1) % size;
     } else if (strncmp(name, "torus:", 6) == 0) {
         int m, n;
         if ((rc = parse_torus(name + 6, &m, &n, err)))
@@ -86,7 +97,7 @@ int tsim_lplb_graph_make(tsim_lplb_graph *g, const char *name, tsim_error *err)
             }
     } else {
         return tsim_error_set(err, TSIM_E_INPUT,
-                              "unknown lplb graph '%s' (known: auto, cube8, hypercube16, ring8, torus:MxN)", name);
+                              "unknown lplb graph '%s' (known: auto, cube8, hypercube16, ring8, ring:N, torus:MxN)", name);
     }
     if ((rc = tsim_lplb_graph_check(g, err))) {
         tsim_lplb_graph_free(g);
@@ -124,21 +135,70 @@ int tsim_lplb_graph_check(const tsim_lplb_graph *g, tsim_error *err)
     return rc;
 }
 
+/* The smallest factor >= 2 of n whose cofactor is also >= 2 (0 if none). */
+static int torus_rows(int n)
+{
+    for (int m = 2; m * 2 <= n; m++)
+        if (n % m == 0)
+            return m;
+    return 0;
+}
+
+int tsim_lplb_graph_auto(char *name, size_t n, int R, int rpn, int K, tsim_error *err)
+{
+    /* The paper's setting, exactly as baselines.md defines auto: 8 ranks per
+     * node, whatever K (a K other than 2 is then refused by the D == K check). */
+    if (rpn == 8 && R % 8 == 0) {
+        if (R == 8 || R == 16)
+            snprintf(name, n, "cube8");
+        else
+            snprintf(name, n, "torus:%dx8", R / 8);
+        return TSIM_OK;
+    }
+    /* Other shapes (an extension of the spec's auto, so that the default
+     * planner list runs on any trace it can): K = 2 takes a torus over the
+     * nodes (rows) and the ranks of a node (columns) when both are at least 2,
+     * then cube8 blocks, then any torus R = M x N; K = 1 takes a ring over
+     * all ranks. Other K have no graph. */
+    if (K == 2) {
+        const int nodes = rpn > 0 ? R / rpn : 0;
+        if (rpn >= 2 && R % rpn == 0 && nodes >= 2)
+            snprintf(name, n, "torus:%dx%d", nodes, rpn);
+        else if (R % 8 == 0)
+            snprintf(name, n, "cube8");
+        else if (torus_rows(R))
+            snprintf(name, n, "torus:%dx%d", torus_rows(R), R / torus_rows(R));
+        else
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "lplb graph auto: no graph with 2 replica slots fits R = %d ranks (a torus needs "
+                                  "R = M x N with M, N >= 2)",
+                                  R);
+        return TSIM_OK;
+    }
+    if (K == 1) {
+        if (R < 2)
+            return tsim_error_set(err, TSIM_E_INPUT, "lplb graph auto: a ring needs at least 2 ranks (R = %d)", R);
+        if (R % 8 == 0)
+            snprintf(name, n, "ring8");
+        else
+            snprintf(name, n, "ring:%d", R);
+        return TSIM_OK;
+    }
+    return tsim_error_set(err, TSIM_E_INPUT,
+                          "lplb graph auto: LPLB's graphs have 1 or 2 replica slots per rank, not K = %d: use "
+                          "--slots 1 or 2",
+                          K);
+}
+
 int tsim_lplb_graph_build(tsim_lplb_graph *g, const char *spec, const tsim_topology *topo, tsim_error *err)
 {
     const int R = topo->ranks, rpn = topo->ranks_per_node;
     char name[TSIM_LPLB_NAME_MAX];
     memset(g, 0, sizeof *g);
     if (strcmp(spec, "auto") == 0) {
-        if (rpn != 8 || R % 8 != 0)
-            return tsim_error_set(err, TSIM_E_INPUT,
-                                  "lplb graph auto needs 8 ranks per node and R a multiple of 8 (got R = %d, "
-                                  "rpn = %d); name a graph with --lplb-graph",
-                                  R, rpn);
-        if (R == 8 || R == 16)
-            snprintf(name, sizeof name, "cube8");
-        else
-            snprintf(name, sizeof name, "torus:%dx8", R / 8);
+        int rc = tsim_lplb_graph_auto(name, sizeof name, R, rpn, topo->slots, err);
+        if (rc)
+            return rc;
     } else {
         snprintf(name, sizeof name, "%s", spec);
     }

@@ -195,8 +195,10 @@ static void assert_init_fails(int R, int E, int rpn, int K, const char *graph, c
 
 Test(lplb_graph, fit_errors)
 {
-    assert_init_fails(16, 64, 4, 2, "auto", "8 ranks per node");
-    assert_init_fails(12, 48, 8, 2, "auto", "multiple of 8");
+    /* auto outside the paper's shape picks another graph (see
+     * auto_picks_a_graph_for_every_shape_it_can); it fails only where none fits */
+    assert_init_fails(2, 8, 2, 2, "auto", "no graph with 2 replica slots fits R = 2");
+    assert_init_fails(12, 48, 4, 3, "auto", "not K = 3");
     assert_init_fails(16, 64, 8, 1, "auto", "K = 1");
     assert_init_fails(8, 32, 8, 2, "ring8", "K = 2");
     assert_init_fails(12, 48, 4, 2, "cube8", "not a multiple");
@@ -864,4 +866,39 @@ Test(lplb_props, ipm_random_records)
 Test(lplb_props, exact_random_records)
 {
     properties(TSIM_LPLB_EXACT, 10000, 0x2c2c);
+}
+
+/* `auto` (issue 10 item 6): the paper's graphs at 8 ranks per node, and a
+ * valid graph for every other shape that has one, else a clear refusal. */
+Test(lplb_graph, auto_picks_a_graph_for_every_shape_it_can)
+{
+    static const struct {
+        int R, rpn, K;
+        const char *want; /* NULL: refused */
+    } cases[] = {
+        {8, 8, 2, "cube8"},        {16, 8, 2, "cube8"},   {32, 8, 2, "torus:4x8"},  {64, 8, 2, "torus:8x8"},
+        {8, 4, 2, "torus:2x4"},    {4, 2, 2, "torus:2x2"}, {16, 16, 2, "cube8"},     {12, 12, 2, "torus:2x6"},
+        {6, 1, 2, "torus:2x3"},    {4, 4, 1, "ring:4"},   {16, 4, 1, "ring8"},      {1, 8, 2, NULL},
+        {2, 2, 2, NULL},           {7, 7, 2, NULL},       {1, 1, 1, NULL},          {4, 2, 3, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        tsim_error err = {0};
+        int rc = tsim_lplb_graph_auto(name, sizeof name, cases[i].R, cases[i].rpn, cases[i].K, &err);
+        if (!cases[i].want) {
+            cr_assert_eq(rc, TSIM_E_INPUT, "R %d rpn %d K %d: got %s", cases[i].R, cases[i].rpn, cases[i].K, name);
+            cr_assert(strstr(err.msg, "lplb graph auto") != NULL, "%s", err.msg);
+            continue;
+        }
+        cr_assert_eq(rc, TSIM_OK, "R %d rpn %d K %d: %s", cases[i].R, cases[i].rpn, cases[i].K, err.msg);
+        cr_assert_str_eq(name, cases[i].want, "R %d rpn %d K %d", cases[i].R, cases[i].rpn, cases[i].K);
+        /* and the chosen graph is valid for the shape (K = D, G | R) */
+        if (cases[i].K == 1 || cases[i].K == 2) {
+            tsim_lplb_graph g;
+            cr_assert_eq(tsim_lplb_graph_make(&g, name, &err), TSIM_OK, "%s: %s", name, err.msg);
+            cr_assert_eq(g.dups, cases[i].K, "%s", name);
+            cr_assert_eq(cases[i].R % g.group_size, 0, "%s", name);
+            tsim_lplb_graph_free(&g);
+        }
+    }
 }

@@ -129,6 +129,9 @@ typedef struct tsim_planner_desc {
      * than asked, e.g. TAOT on the CPU because no GPU answered. The CLI says
      * so once. */
     bool (*fell_back)(const void *state, char *why, size_t n);
+    /* Optional: one line worth telling the user about this configured
+     * planner (e.g. which graph LPLB's `auto` chose); false when none. */
+    bool (*note)(const void *state, char *line, size_t n);
     /* Optional: plans n records at once into plans[0..n-1] (initialised by the
      * caller), with results identical to n calls of plan. Planners that gain
      * from batches (TAOT on the GPU) set it; callers fall back to plan. */

@@ -232,5 +232,7 @@ void tsim_planner_report_fallbacks(const tsim_planner *planners, int n, FILE *ou
         char why[256];
         if (p->state && p->desc->fell_back && p->desc->fell_back(p->state, why, sizeof why))
             fprintf(out, "taotsim: planner '%s' fell back: %s\n", p->label, why);
+        if (p->state && p->desc->note && p->desc->note(p->state, why, sizeof why))
+            fprintf(out, "taotsim: planner '%s': %s\n", p->label, why);
     }
 }
