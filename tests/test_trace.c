@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "bench_read.h"
+#include "json_strict.h"
 #include "random_records.h"
 #include "topology.h"
 #include "trace.h"
@@ -163,10 +164,16 @@ Test(trace, format_from_path)
     cr_assert_eq(f, TSIM_FMT_JSONL_GZ);
     cr_assert_eq(tsim_trace_format_from_path("a.csv.gz", &f, NULL), 0);
     cr_assert_eq(f, TSIM_FMT_CSV);
+    cr_assert_eq(tsim_trace_format_from_path("a.npy", &f, NULL), 0);
+    cr_assert_eq(f, TSIM_FMT_NPY);
+    cr_assert_eq(tsim_trace_format_from_path("a.SafeTensors", &f, NULL), 0);
+    cr_assert_eq(f, TSIM_FMT_SAFETENSORS);
+    cr_assert(tsim_trace_format_import_only(TSIM_FMT_NPY) && tsim_trace_format_import_only(TSIM_FMT_MEGATRON));
+    cr_assert(!tsim_trace_format_import_only(TSIM_FMT_JSONL_GZ));
     tsim_error err;
     cr_assert_eq(tsim_trace_format_from_path("a.json.gz", &f, &err), TSIM_E_INPUT);
     cr_assert_str_eq(err.msg, "a.json.gz: cannot tell the trace format from the name: expected .json, .jsonl, "
-                              ".jsonl.gz, .csv or .csv.gz");
+                              ".jsonl.gz, .csv, .csv.gz, .npy, .safetensors or a Megatron router trace directory");
 }
 
 Test(trace, tiny_sample)
@@ -1263,6 +1270,46 @@ Test(trace, csv_rank_column)
     expect_error("k.csv", RANKH "d,0,0,0,1,2,3,4\nd,0,0,1,1,2,3,4\nd,0,1,0,1,2,3,4\nd,0,1,1,1,2,3,4\nd,0,0,0,1,2,3,4\nd,0,0,1,1,2,3,4\n",
                  "k.csv:6: record 3: duplicate record: microbatch 0, layer 0 of dataset \"d\" already appeared as "
                  "record 1");
+}
+
+/* Property: whatever the strict checker accepts, cJSON reads, and cJSON's own
+ * output of it is accepted again; whatever it refuses comes with a position
+ * inside the text. Random texts over JSON's alphabet, many of them valid. */
+Test(trace, strict_json_agrees_with_cjson)
+{
+    static const char *const tokens[] = {"{", "}", "[", "]", ",", ":", "\"a\"", "\"\\u00e9\"", "\"\\ud83d\\ude00\"",
+                                         "0", "12", "-3", "1.5", "2e3", "1e-400", "00", "true", "false", "null",
+                                         " ", "\t", "\n", "\v", "\"x", "\"\\q\"", "\"\xc3\xa9\"", "\"\xff\"", "-", "1."};
+    const size_t ntok = sizeof tokens / sizeof tokens[0];
+    uint64_t state = 11;
+    int accepted = 0;
+    for (int iter = 0; iter < 200000; iter++) {
+        char text[256];
+        size_t len = 0;
+        int n = (int)tsim_rand_range(&state, 1, 12);
+        for (int i = 0; i < n; i++) {
+            const char *t = tokens[tsim_rand_range(&state, 0, (int64_t)ntok - 1)];
+            size_t tl = strlen(t);
+            if (len + tl >= sizeof text)
+                break;
+            memcpy(text + len, t, tl);
+            len += tl;
+        }
+        text[len] = '\0';
+        tsim_json_fault f;
+        if (tsim_json_check_all(text, len, &f) == (size_t)-1) {
+            cr_assert_leq(f.at, len, "%s", text);
+            continue;
+        }
+        accepted++;
+        cJSON *v = cJSON_ParseWithLength(text, len);
+        cr_assert_not_null(v, "accepted but cJSON refuses: %s", text);
+        char *again = cJSON_PrintUnformatted(v);
+        cr_assert_neq(tsim_json_check_all(again, strlen(again), &f), (size_t)-1, "%s -> %s: %s", text, again, f.what);
+        cJSON_free(again);
+        cJSON_Delete(v);
+    }
+    cr_assert_gt(accepted, 1000, "too few valid texts to mean anything (%d)", accepted);
 }
 
 /* ---- read throughput (issue: >= 50 MB/s, peak RSS < 64 MB) ------------------- */

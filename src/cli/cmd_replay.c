@@ -269,6 +269,16 @@ int tsim_cmd_replay(int argc, char **argv)
     if (tsim_planner_list_parse(planners_arg, &base, planners, MAX_PLANNERS, &n_planners, &err))
         return tsim_cli_usage_error(cmd, "%s", err.msg);
 
+    /* Outputs are checked before any work: each one writable, none the same
+     * file as the trace or as the other. */
+    {
+        const char *outputs[] = {out_path, dump_path};
+        const char *flags[] = {"-o", "--dump-plans"};
+        if (tsim_outfile_check_writable(out_path, &err) || tsim_outfile_check_writable(dump_path, &err) ||
+            tsim_outfile_check_distinct(outputs, flags, 2, &path, 1, &err))
+            return tsim_cli_fail(cmd, &err);
+    }
+
     tsim_reader *reader = NULL;
     if (tsim_reader_open(&reader, path, &ropts, &err))
         return tsim_cli_fail(cmd, &err);
@@ -356,6 +366,14 @@ int tsim_cmd_replay(int argc, char **argv)
         status = tsim_cli_fail(cmd, &err);
         goto done;
     }
+    /* The gates are checked before anything is renamed into place: a gate
+     * that names nothing in the result is a usage error (exit 2), and exit 2
+     * means nothing was written. A gate that holds (exit 1) keeps the files. */
+    int gate_status = check_gates(&s, gates, n_gates);
+    if (gate_status == TSIM_E_INPUT) {
+        status = gate_status;
+        goto done;
+    }
     if (hctx.dumping && tsim_outfile_commit(&hctx.dump, &err)) {
         hctx.dumping = false;
         status = tsim_cli_fail(cmd, &err);
@@ -366,7 +384,7 @@ int tsim_cmd_replay(int argc, char **argv)
         status = tsim_cli_fail(cmd, &err);
         goto done;
     }
-    status = check_gates(&s, gates, n_gates);
+    status = gate_status;
 done:
     if (hctx.dumping)
         tsim_outfile_abort(&hctx.dump);

@@ -378,6 +378,17 @@ static int run_study(study_kind kind, int argc, char **argv)
     const char *const *gates = a.gates;
     const int n_gates = a.n_gates;
     const bool show_std = a.show_std;
+    {
+        /* Before any work: the result file can be written and is not the trace. */
+        const char *flags[] = {"-o"};
+        const char *inputs[] = {kind == STUDY_SWEEP ? c.trace : NULL};
+        if (tsim_outfile_check_writable(out_path, &err) ||
+            tsim_outfile_check_distinct(&out_path, flags, 1, inputs, 1, &err))
+            return tsim_cli_fail(cmd, &err);
+        /* a missing gnuplot fails before the work, not after it */
+        if (plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err))
+            return tsim_cli_fail(cmd, &err);
+    }
     tsim_progress progress;
     tsim_progress_start(&progress, cmd);
     c.progress = on_progress;
@@ -404,6 +415,13 @@ static int run_study(study_kind kind, int argc, char **argv)
         return tsim_cli_fail(cmd, &err);
     }
 
+    /* Gates first: one that names nothing in the result is exit 2, and exit 2
+     * means nothing was written. */
+    int gate_status = tsim_study_check_gates(&study, gates, n_gates, cmd, stderr);
+    if (gate_status == TSIM_E_INPUT) {
+        tsim_study_free(&study);
+        return gate_status;
+    }
     tsim_outfile out;
     if (tsim_outfile_open(&out, out_path, &err) || tsim_study_print(out.fp, &study, format, show_std, &err) ||
         tsim_outfile_commit(&out, &err)) {
@@ -420,9 +438,8 @@ static int run_study(study_kind kind, int argc, char **argv)
             return tsim_cli_fail(cmd, &err);
         }
     }
-    int status = tsim_study_check_gates(&study, gates, n_gates, cmd, stderr);
     tsim_study_free(&study);
-    return status;
+    return gate_status;
 }
 
 int tsim_cmd_table1(int argc, char **argv)

@@ -1,6 +1,11 @@
+/* realpath is XSI, beyond the project-wide _POSIX_C_SOURCE. */
+#define _XOPEN_SOURCE 700
 #include "outfile.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -39,6 +44,99 @@ void tsim_outfile_unlink_pending(void)
             unlink(pending[i]);
 }
 
+void tsim_outfile_temp_name(const char *path, char *out, size_t n)
+{
+    /* PATH.tmp.XXXXXX beside the target, unless that would push a legal name
+     * over NAME_MAX: then a short hidden name in the same directory (the
+     * rename must stay within one file system). */
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (strlen(base) + strlen(".tmp.XXXXXX") <= NAME_MAX) {
+        snprintf(out, n, "%s.tmp.XXXXXX", path);
+        return;
+    }
+    int dir_len = slash ? (int)(slash - path + 1) : 0;
+    snprintf(out, n, "%.*s.taotsim.tmp.XXXXXX", dir_len, path);
+}
+
+/* The directory that will hold path (for the writability check). */
+static void parent_dir(const char *path, char *out, size_t n)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, n, ".");
+    else if (slash == path)
+        snprintf(out, n, "/");
+    else
+        snprintf(out, n, "%.*s", (int)(slash - path), path);
+}
+
+int tsim_outfile_check_writable(const char *path, tsim_error *err)
+{
+    if (!path || strcmp(path, "-") == 0)
+        return TSIM_OK;
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: is a directory, not a file to write", path);
+        if (!S_ISREG(st.st_mode))
+            return access(path, W_OK) == 0
+                       ? TSIM_OK
+                       : tsim_error_set(err, TSIM_E_INPUT, "%s: cannot write: %s", path, strerror(errno));
+    }
+    char dir[4096];
+    parent_dir(path, dir, sizeof dir);
+    if (stat(dir, &st) != 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot write: directory %s: %s", path, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot write: %s is not a directory", path, dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot write: directory %s: %s", path, dir, strerror(errno));
+    return TSIM_OK;
+}
+
+/* Two names of one file: the same device and inode when both exist, else the
+ * same resolved path (the parent resolved, for a file not created yet). */
+static bool same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    bool ha = stat(a, &sa) == 0, hb = stat(b, &sb) == 0;
+    if (ha && hb)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    if (ha != hb)
+        return false;
+    char da[4096], db[4096], ra[PATH_MAX], rb[PATH_MAX];
+    parent_dir(a, da, sizeof da);
+    parent_dir(b, db, sizeof db);
+    const char *ba = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+    const char *bb = strrchr(b, '/') ? strrchr(b, '/') + 1 : b;
+    if (!realpath(da, ra) || !realpath(db, rb))
+        return strcmp(a, b) == 0;
+    return strcmp(ra, rb) == 0 && strcmp(ba, bb) == 0;
+}
+
+int tsim_outfile_check_distinct(const char *const *outputs, const char *const *output_flags, int n_outputs,
+                                const char *const *inputs, int n_inputs, tsim_error *err)
+{
+    for (int i = 0; i < n_outputs; i++) {
+        if (!outputs[i] || strcmp(outputs[i], "-") == 0)
+            continue;
+        struct stat st;
+        /* Writing to a device twice (/dev/null) loses nothing. */
+        if (stat(outputs[i], &st) == 0 && !S_ISREG(st.st_mode))
+            continue;
+        for (int j = 0; j < n_inputs; j++)
+            if (inputs[j] && same_file(outputs[i], inputs[j]))
+                return tsim_error_set(err, TSIM_E_INPUT, "%s %s is the input %s: it would be overwritten",
+                                      output_flags[i], outputs[i], inputs[j]);
+        for (int j = 0; j < i; j++)
+            if (outputs[j] && strcmp(outputs[j], "-") != 0 && same_file(outputs[i], outputs[j]))
+                return tsim_error_set(err, TSIM_E_INPUT, "%s %s and %s %s are the same file: one would be lost",
+                                      output_flags[j], outputs[j], output_flags[i], outputs[i]);
+    }
+    return TSIM_OK;
+}
+
 int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err)
 {
     memset(f, 0, sizeof *f);
@@ -51,12 +149,19 @@ int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err)
     f->tmp_path = malloc(n + 32);
     if (!f->path || !f->tmp_path) {
         tsim_outfile_abort(f);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: out of memory opening the output (free some memory)", path);
     }
     memcpy(f->path, path, n + 1);
-    /* Special files (/dev/full, /dev/null, pipes) cannot be renamed over:
-     * write them directly. */
-    if (strncmp(path, "/dev/", 5) == 0) {
+    /* Devices, pipes and sockets (/dev/null, /dev/full, a FIFO) cannot be
+     * renamed over: they are written directly. Decided by what the path is,
+     * not by its name, so a regular file under /dev/shm is still written
+     * atomically. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode)) {
+            tsim_outfile_abort(f);
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: is a directory, not a file to write", path);
+        }
         f->fp = fopen(path, "w");
         free(f->tmp_path);
         f->tmp_path = NULL;
@@ -67,13 +172,15 @@ int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err)
         }
         return TSIM_OK;
     }
-    snprintf(f->tmp_path, n + 32, "%s.tmp.XXXXXX", path);
-    /* SIGINT/SIGTERM held off until the handler knows the new file, so no
-     * signal can land between its creation and its registration. */
+    tsim_outfile_temp_name(path, f->tmp_path, n + 32);
+    /* Terminating signals are held off until the handler knows the new file,
+     * so no signal can land between its creation and its registration. */
     sigset_t block, saved;
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGPIPE);
     sigprocmask(SIG_BLOCK, &block, &saved);
     int fd = mkstemp(f->tmp_path);
     if (fd >= 0)

@@ -5,6 +5,7 @@
 #define TSIM_OUTFILE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "error.h"
@@ -16,6 +17,19 @@ typedef struct {
 } tsim_outfile;
 
 int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err);
+
+/* Before any work: the output can be created (its directory exists and is
+ * writable; it is not a directory). "-" and NULL (stdout) always can. */
+int tsim_outfile_check_writable(const char *path, tsim_error *err);
+
+/* Before any work: no output is the same file as an input or as another
+ * output (device and inode where the file exists, resolved paths otherwise).
+ * output_flags name each output in the message ("-o", "--dump-plans"). */
+int tsim_outfile_check_distinct(const char *const *outputs, const char *const *output_flags, int n_outputs,
+                                const char *const *inputs, int n_inputs, tsim_error *err);
+
+/* The temporary name an output is written under (mkstemp template) in out[n]. */
+void tsim_outfile_temp_name(const char *path, char *out, size_t n);
 /* Flushes and checks for write errors (e.g. a full disk) without committing:
  * lets a command that writes several files find a failure in any of them
  * before it renames the first into place. */

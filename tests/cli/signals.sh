@@ -70,6 +70,12 @@ interrupt INT 130 "SIGINT during replay -o --dump-plans" replay "$work/long.json
     --dump-plans "$work/out/plans.jsonl" -o "$work/out/result.json" --format json
 interrupt TERM 143 "SIGTERM during replay -o --dump-plans" replay "$work/long.jsonl.gz" --planners taot,lplb \
     --dump-plans "$work/out/plans.jsonl" -o "$work/out/result.md"
+interrupt HUP 129 "SIGHUP during replay -o --dump-plans" replay "$work/long.jsonl.gz" --planners taot,lplb \
+    --dump-plans "$work/out/plans.jsonl" -o "$work/out/result.md"
+interrupt PIPE 141 "SIGPIPE during replay -o" replay "$work/long.jsonl.gz" --planners taot,lplb \
+    -o "$work/out/result.md"
+interrupt QUIT 131 "SIGQUIT during replay -o" replay "$work/long.jsonl.gz" --planners taot,lplb \
+    -o "$work/out/result.md"
 interrupt INT 130 "SIGINT during gen" gen --microbatches 200000 --tokens 64 -o "$work/out/gen.jsonl.gz"
 interrupt INT 130 "SIGINT during convert" convert "$work/long.jsonl.gz" "$work/out/long.json"
 

@@ -1,0 +1,1 @@
+{ cp traces/tiny-4rank.json $TMP/t.json && $TAOTSIM replay $TMP/t.json --planners none --dump-plans $TMP/t.json; echo "status $?"; cmp traces/tiny-4rank.json $TMP/t.json && echo "input intact"; } 2>&1 | sed "s#$TMP#TMP#g"
