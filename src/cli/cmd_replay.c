@@ -40,6 +40,9 @@ static void replay_help(void)
            "  --ep N               replay at another EP size (rebucketing; needed for CSV)\n"
            "  --rpn N              ranks per node (default: the trace's, else 8)\n"
            "  --dataset NAME       CSV: only rows of this dataset\n"
+           "  --block decoder|mtp  Megatron router traces: which block (default decoder)\n"
+           "  --experts N          Megatron router traces: number of experts (default: from the ids)\n"
+           "  --tensor NAME        safetensors: the tensor to read (default counts)\n"
            "  --per-record         also print every record's metrics\n"
            "  --dump-plans FILE    write every plan as a JSON line (vector format, \"got\")\n"
            "  --timing             measure plan_ns (wall time: output no longer reproducible)\n"
@@ -129,6 +132,7 @@ static int check_gates(const tsim_session *s, const char *const *gates, int n)
 enum {
     OPT_PLANNERS = 1, OPT_SLOTS, OPT_LAMBDA_EVAL, OPT_LAMBDA, OPT_EP, OPT_RPN, OPT_RANKS_PER_NODE, OPT_DATASET,
     OPT_PER_RECORD, OPT_TIMING, OPT_STEP_MODEL, OPT_FAIL_IF, OPT_DUMP_PLANS, OPT_FORMAT, OPT_OUTPUT,
+    OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR,
 };
 
 static const tsim_cli_option replay_options[] = {
@@ -147,6 +151,9 @@ static const tsim_cli_option replay_options[] = {
     {"dump-plans", 0, true, OPT_DUMP_PLANS},
     {"format", 0, true, OPT_FORMAT},
     {"output", 'o', true, OPT_OUTPUT},
+    {"block", 0, true, OPT_BLOCK},
+    {"experts", 0, true, OPT_EXPERTS},
+    {"tensor", 0, true, OPT_TENSOR},
     {0},
 };
 
@@ -218,6 +225,18 @@ static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
     case OPT_OUTPUT:
         a->out_path = val;
         return TSIM_OK;
+    /* Importers' options (docs/import.md); the reader rejects one that does
+     * not apply to the trace's format. */
+    case OPT_BLOCK:
+        if (strcmp(val, "decoder") != 0 && strcmp(val, "mtp") != 0)
+            return tsim_error_set(err, TSIM_E_INPUT, "--block: expected decoder or mtp, got '%s'", val);
+        a->ropts.block = val;
+        return TSIM_OK;
+    case OPT_EXPERTS:
+        return tsim_parse_int(val, 1, TSIM_MAX_EXPERTS, &a->ropts.experts, "--experts", err);
+    case OPT_TENSOR:
+        a->ropts.tensor = val;
+        return TSIM_OK;
     default:
         return tsim_error_set(err, TSIM_E_INTERNAL, "replay: option %d has no handler", id);
     }
@@ -230,6 +249,14 @@ static int replay_positional(void *ctx, const char *arg, tsim_error *err)
         return tsim_error_set(err, TSIM_E_INPUT, "one trace file only (got '%s' and '%s')", a->path, arg);
     a->path = arg;
     return TSIM_OK;
+}
+
+/* The reader's notes (skipped all-zero rows, Megatron stages) on stderr. */
+static void print_reader_warnings(tsim_reader *r)
+{
+    const char *w;
+    while ((w = tsim_reader_take_warning(r)))
+        fprintf(stderr, "taotsim replay: warning: %s\n", w);
 }
 
 int tsim_cmd_replay(int argc, char **argv)
@@ -286,6 +313,7 @@ int tsim_cmd_replay(int argc, char **argv)
     if (tsim_reader_rebucketed(reader))
         fprintf(stderr, "taotsim replay: %s: rebucketed to EP %d (per-expert totals kept, sources split evenly)\n",
                 path, h->ep);
+    print_reader_warnings(reader);
 
     tsim_session s;
     int init_rc = tsim_session_init(&s, h->ep, h->experts, h->ranks_per_node, slots, h->home, planners,
@@ -351,6 +379,7 @@ int tsim_cmd_replay(int argc, char **argv)
         tsim_progress_update(&progress, done_bytes, total_bytes);
     }
     tsim_progress_finish(&progress);
+    print_reader_warnings(reader);
 
     if (tsim_outfile_open(&out, out_path, &err)) {
         status = tsim_cli_fail(cmd, &err);
