@@ -325,6 +325,28 @@ Test(parse, lists_and_ranges)
     cr_assert_eq(tsim_parse_int("101", 0, 100, &x, "--slots", &err), TSIM_E_INPUT);
 }
 
+/* Integers are range-checked, never wrapped or truncated (issue 10 item 16). */
+Test(parse, integers_never_wrap_or_truncate)
+{
+    tsim_error err = {0};
+    int x = -1;
+    int64_t y = -1;
+    cr_assert_eq(tsim_parse_int("4294967297", 0, 1024, &x, "--slots", &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "--slots: 4294967297 is out of range 0..1024");
+    cr_assert_eq(tsim_parse_int("1e300", 0, 1024, &x, "--slots", &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "--slots: 1e300 is out of range 0..1024");
+    cr_assert_eq(tsim_parse_int("1.5", 0, 1024, &x, "--slots", &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "--slots: 1.5 is not a whole number");
+    cr_assert_eq(tsim_parse_int64("99999999999999999999", 0, INT64_MAX, &y, "--seed", &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "out of range") != NULL, "%s", err.msg);
+    cr_assert_eq(x, -1, "nothing stored on error");
+    /* a whole number in float notation is that integer */
+    cr_assert_eq(tsim_parse_int64("2e9", 0, INT64_MAX, &y, "--seeds", &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(y, INT64_C(2000000000));
+    cr_assert_eq(tsim_parse_int("1024.0", 0, 1024, &x, "--slots", &err), TSIM_OK);
+    cr_assert_eq(x, 1024);
+}
+
 Test(planner, spec_with_label_and_options)
 {
     tsim_planner_options base;

@@ -103,16 +103,57 @@ static void on_progress(void *ctx, int done, int total)
     tsim_progress_update(ctx, done, total);
 }
 
+/* Seeds are 64-bit (like gen's --seed), so a list of them is parsed as
+ * such rather than as ints. */
 static int parse_u64_list(const char *s, uint64_t *out, int max, int *n, const char *what, tsim_error *err)
 {
-    int tmp[TSIM_STUDY_LIST_MAX];
-    int rc = tsim_parse_int_list(s, tmp, max, n, what, err);
-    for (int i = 0; rc == 0 && i < *n; i++) {
-        if (tmp[i] < 0)
-            return tsim_error_set(err, TSIM_E_INPUT, "%s: seeds are non-negative", what);
-        out[i] = (uint64_t)tmp[i];
+    *n = 0;
+    const char *p = s;
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        char item[64];
+        if (len == 0 || len >= sizeof item)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: expected a comma-separated list of seeds, got '%s'", what,
+                                  s);
+        if (*n == max)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: at most %d seeds", what, max);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        int64_t v;
+        if (tsim_parse_int64(item, 0, INT64_MAX, &v, what, err))
+            return TSIM_E_INPUT;
+        out[(*n)++] = (uint64_t)v;
+        if (!p[len])
+            return TSIM_OK;
+        p += len + 1;
     }
-    return rc;
+}
+
+/* Study lists get the checks replay's single values get: every value in
+ * [lo, hi], and no value twice (a duplicate grid point is a typo, and would
+ * print the same row twice). */
+static int check_double_list(const double *v, int n, double lo, double hi, const char *what, tsim_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        if (!(v[i] >= lo && v[i] <= hi))
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: %g is out of range [%g, %g]", what, v[i], lo, hi);
+        for (int j = 0; j < i; j++)
+            if (v[j] == v[i])
+                return tsim_error_set(err, TSIM_E_INPUT, "%s: %g appears twice", what, v[i]);
+    }
+    return TSIM_OK;
+}
+
+static int check_int_list(const int *v, int n, int lo, int hi, const char *what, tsim_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        if (v[i] < lo || v[i] > hi)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: %d is out of range [%d, %d]", what, v[i], lo, hi);
+        for (int j = 0; j < i; j++)
+            if (v[j] == v[i])
+                return tsim_error_set(err, TSIM_E_INPUT, "%s: %d appears twice", what, v[i]);
+    }
+    return TSIM_OK;
 }
 
 static int gen_option(tsim_study_config *c, const char *name, const char *val, bool *handled, tsim_error *err)
@@ -153,7 +194,15 @@ static int study_option(study_kind k, tsim_study_config *c, const char *name, co
     }
     if (k == STUDY_ABLATION) {
         if (strcmp(name, "seeds") == 0)
-            return parse_u64_list(val, c->seeds, TSIM_STUDY_LIST_MAX, &c->n_seeds, "--seeds", err);
+        {
+            int rc = parse_u64_list(val, c->seeds, TSIM_STUDY_LIST_MAX, &c->n_seeds, "--seeds", err);
+            for (int i = 0; rc == TSIM_OK && i < c->n_seeds; i++)
+                for (int j = 0; j < i; j++)
+                    if (c->seeds[j] == c->seeds[i])
+                        return tsim_error_set(err, TSIM_E_INPUT, "--seeds: %llu appears twice",
+                                              (unsigned long long)c->seeds[i]);
+            return rc;
+        }
         if (strcmp(name, "ep") == 0)
             return tsim_parse_int(val, 1, 4096, &c->ablation_ep, "--ep", err);
         if (strcmp(name, "imbalance") == 0)
@@ -162,10 +211,16 @@ static int study_option(study_kind k, tsim_study_config *c, const char *name, co
     if (k == STUDY_SWEEP) {
         if (strcmp(name, "lambda-plan") == 0)
             return tsim_parse_double_list(val, c->lambda_plans, TSIM_STUDY_LIST_MAX, &c->n_lambda_plans,
-                                          "--lambda-plan", err);
+                                          "--lambda-plan", err) ||
+                           check_double_list(c->lambda_plans, c->n_lambda_plans, 1e-9, 1e9, "--lambda-plan", err)
+                       ? TSIM_E_INPUT
+                       : TSIM_OK;
         if (strcmp(name, "lambda-eval") == 0)
             return tsim_parse_double_list(val, c->lambda_evals, TSIM_STUDY_LIST_MAX, &c->n_lambda_evals,
-                                          "--lambda-eval", err);
+                                          "--lambda-eval", err) ||
+                           check_double_list(c->lambda_evals, c->n_lambda_evals, 0, 1e9, "--lambda-eval", err)
+                       ? TSIM_E_INPUT
+                       : TSIM_OK;
         if (strcmp(name, "lambda-from-bandwidth") == 0) {
             double bw[2];
             int n;
@@ -182,12 +237,21 @@ static int study_option(study_kind k, tsim_study_config *c, const char *name, co
     }
     if (k == STUDY_SCALING) {
         if (strcmp(name, "eps") == 0)
-            return tsim_parse_int_list(val, c->eps, TSIM_STUDY_LIST_MAX, &c->n_eps, "--eps", err);
+            return tsim_parse_int_list(val, c->eps, TSIM_STUDY_LIST_MAX, &c->n_eps, "--eps", err) ||
+                           check_int_list(c->eps, c->n_eps, 1, 4096, "--eps", err)
+                       ? TSIM_E_INPUT
+                       : TSIM_OK;
         if (strcmp(name, "imbalances") == 0)
             return tsim_parse_double_list(val, c->imbalances, TSIM_STUDY_LIST_MAX, &c->n_imbalances, "--imbalances",
-                                          err);
+                                          err) ||
+                           check_double_list(c->imbalances, c->n_imbalances, 0, 1000, "--imbalances", err)
+                       ? TSIM_E_INPUT
+                       : TSIM_OK;
         if (strcmp(name, "slot-list") == 0)
-            return tsim_parse_int_list(val, c->slot_list, TSIM_STUDY_LIST_MAX, &c->n_slot_list, "--slot-list", err);
+            return tsim_parse_int_list(val, c->slot_list, TSIM_STUDY_LIST_MAX, &c->n_slot_list, "--slot-list", err) ||
+                           check_int_list(c->slot_list, c->n_slot_list, 0, 1024, "--slot-list", err)
+                       ? TSIM_E_INPUT
+                       : TSIM_OK;
         if (strcmp(name, "base-ep") == 0)
             return tsim_parse_int(val, 1, 4096, &c->base_ep, "--base-ep", err);
         if (strcmp(name, "base-imbalance") == 0)

@@ -1,4 +1,5 @@
 #include "vector.h"
+#include "parse.h"
 #include "registry.h"
 
 #include <cjson/cJSON.h>
@@ -76,59 +77,75 @@ static int read_placement(const cJSON *arr, int R, int E, int32_t *out)
         return TSIM_E_INPUT;                                              \
     } while (0)
 
+/* A vector's option goes through the same range-checked parser as the CLI's
+ * (a value of 1e300, 4294967297 or 1.5 for an integer is an error, never a
+ * silent cast). Numbers are formatted back to text exactly (%.17g). */
+static int option_text(const cJSON *it, char *buf, size_t n)
+{
+    if (cJSON_IsNumber(it))
+        snprintf(buf, n, "%.17g", it->valuedouble);
+    else if (cJSON_IsString(it))
+        snprintf(buf, n, "%s", it->valuestring);
+    else
+        return -1;
+    return 0;
+}
+
+static int set_planner_option(tsim_vector *v, const cJSON *opts, const char *key, const char *cli_name,
+                              tsim_error *err)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(opts, key);
+    if (!it)
+        return TSIM_OK;
+    char text[128];
+    bool known;
+    if (option_text(it, text, sizeof text) != 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "options.%s: expected a number or a string", key);
+    if (tsim_planner_options_set(&v->opts, cli_name, text, &known, err)) {
+        tsim_error_prefix(err, "options.%s", key);
+        return TSIM_E_INPUT;
+    }
+    return TSIM_OK;
+}
+
+static int set_int_option(const cJSON *opts, const char *key, int lo, int hi, int *out, tsim_error *err)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(opts, key);
+    if (!it)
+        return TSIM_OK;
+    char text[128], what[64];
+    snprintf(what, sizeof what, "options.%s", key);
+    if (!cJSON_IsNumber(it) || option_text(it, text, sizeof text) != 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: expected a number", what);
+    return tsim_parse_int(text, lo, hi, out, what, err);
+}
+
 static int apply_options(tsim_vector *v, const cJSON *opts, tsim_error *err)
 {
-    int64_t i;
+    int rc;
+    if ((rc = set_int_option(opts, "slots", 0, 1024, &v->slots, err)) ||
+        (rc = set_int_option(opts, "ranks_per_node", 1, TSIM_MAX_RANKS, &v->ranks_per_node, err)))
+        return rc;
+    /* vector key -> the planner option it stands for */
+    static const char *const keys[][2] = {
+        {"lambda_plan", "lambda-plan"}, {"iters", "taot-iters"},       {"phase3", "taot-phase3"},
+        {"self_bonus", "taot-self-bonus"}, {"auction_rounds", "taot-auction-rounds"}, {"alpha", "llep-alpha"},
+        {"min_chunk", "llep-min-chunk"}, {"threshold", "llep-threshold"}, {"graph", "lplb-graph"},
+        {"solver", "lplb-solver"},     {"rehome", "lplb-rehome"},     {"groups", "eplb-groups"},
+        {"interval", "eplb-interval"},
+    };
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+        if ((rc = set_planner_option(v, opts, keys[k][0], keys[k][1], err)))
+            return rc;
+    /* "history" belongs to the vector's planner: eplb's or lplb's. */
+    const bool eplb = strcmp(v->planner, "eplb") == 0;
+    if ((rc = set_planner_option(v, opts, "history", eplb ? "eplb-history" : "lplb-history", err)))
+        return rc;
     const cJSON *it;
-    if (get_int(opts, "slots", &i) == 0)
-        v->slots = (int)i;
-    if (get_int(opts, "ranks_per_node", &i) == 0)
-        v->ranks_per_node = (int)i;
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "lambda_plan")) && cJSON_IsNumber(it))
-        v->opts.lambda_plan = it->valuedouble;
-    if (get_int(opts, "iters", &i) == 0)
-        v->opts.taot.iters = (int)i;
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "phase3")) && cJSON_IsString(it)) {
-        if (strcmp(it->valuestring, "split") == 0)
-            v->opts.taot.phase3 = TSIM_TAOT_SPLIT;
-        else if (strcmp(it->valuestring, "auction") == 0)
-            v->opts.taot.phase3 = TSIM_TAOT_AUCTION;
-        else
-            return tsim_error_set(err, TSIM_E_INPUT, "options.phase3 '%s' is not auction or split", it->valuestring);
-    }
     if ((it = cJSON_GetObjectItemCaseSensitive(opts, "flow_hint")) && cJSON_IsBool(it))
         v->opts.taot.flow_hint = cJSON_IsTrue(it);
     if ((it = cJSON_GetObjectItemCaseSensitive(opts, "comm_cost")) && cJSON_IsBool(it))
         v->opts.taot.comm_cost = cJSON_IsTrue(it);
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "self_bonus")) && cJSON_IsNumber(it))
-        v->opts.taot.self_bonus = it->valuedouble;
-    if (get_int(opts, "auction_rounds", &i) == 0)
-        v->opts.taot.auction_rounds = (int)i;
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "alpha")) && cJSON_IsNumber(it))
-        v->opts.llep.alpha = it->valuedouble;
-    if (get_int(opts, "min_chunk", &i) == 0)
-        v->opts.llep.min_chunk = i;
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "threshold")) && cJSON_IsNumber(it))
-        v->opts.llep.threshold = it->valuedouble;
-    bool known;
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "graph")) && cJSON_IsString(it))
-        if (tsim_planner_options_set(&v->opts, "lplb-graph", it->valuestring, &known, err))
-            return TSIM_E_INPUT;
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "solver")) && cJSON_IsString(it))
-        if (tsim_planner_options_set(&v->opts, "lplb-solver", it->valuestring, &known, err))
-            return TSIM_E_INPUT;
-    /* "history" belongs to the vector's planner: eplb's or lplb's. */
-    const bool eplb = strcmp(v->planner, "eplb") == 0;
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "history")) && cJSON_IsString(it))
-        if (tsim_planner_options_set(&v->opts, eplb ? "eplb-history" : "lplb-history", it->valuestring, &known, err))
-            return TSIM_E_INPUT;
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "rehome")) && cJSON_IsString(it))
-        if (tsim_planner_options_set(&v->opts, "lplb-rehome", it->valuestring, &known, err))
-            return TSIM_E_INPUT;
-    if (get_int(opts, "groups", &i) == 0)
-        v->opts.eplb.groups = (int)i;
-    if (get_int(opts, "interval", &i) == 0)
-        v->opts.eplb.interval = (int)i;
     return TSIM_OK;
 }
 

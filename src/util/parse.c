@@ -10,8 +10,23 @@ int tsim_parse_int64(const char *s, int64_t lo, int64_t hi, int64_t *out, const 
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end != '\0')
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: '%s' is not an integer", what, s);
+    if (errno == ERANGE)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: %s is out of range %lld..%lld", what, s, (long long)lo,
+                              (long long)hi);
+    if (errno || end == s || *end != '\0') {
+        /* A whole number written as a float (2e9, 1024.0) is still that
+         * integer; a fraction or a huge value says which it is. */
+        errno = 0;
+        double d = strtod(s, &end);
+        if (errno || end == s || *end != '\0' || !isfinite(d))
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: '%s' is not an integer", what, s);
+        if (d != floor(d))
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: %s is not a whole number", what, s);
+        if (!(d >= (double)lo && d <= (double)hi) || fabs(d) > 9007199254740992.0)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: %s is out of range %lld..%lld", what, s, (long long)lo,
+                                  (long long)hi);
+        v = (long long)d;
+    }
     if (v < lo || v > hi)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: %lld is out of range %lld..%lld", what, v, (long long)lo,
                               (long long)hi);

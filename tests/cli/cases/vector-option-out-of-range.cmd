@@ -1,0 +1,1 @@
+sed "s/\"slots\": *[0-9]*/\"slots\": 4294967297/" tests/spec/vectors/taot/01-*.json > $TMP/v.json && $TAOTSIM vector $TMP/v.json 2>&1 | sed "s#$TMP#TMP#g"; sed "s/\"iters\": *[0-9]*/\"iters\": 1.5/" tests/spec/vectors/taot/01-*.json > $TMP/w.json && $TAOTSIM vector $TMP/w.json 2>&1 | sed "s#$TMP#TMP#g"
