@@ -9,6 +9,7 @@
 #include "registry.h"
 #include "commands.h"
 #include "experiments.h"
+#include "datadir.h"
 #include "failif.h"
 #include "options.h"
 #include "outfile.h"
@@ -415,7 +416,9 @@ static int run_study(study_kind kind, int argc, char **argv)
     tsim_error err = {0};
     tsim_study_config c;
     tsim_study_config_default(&c);
-    c.traces_dir = tsim_default_traces_dir();
+    static char traces_dir[4200];
+    snprintf(traces_dir, sizeof traces_dir, "%s/traces", tsim_cli_data_dir());
+    c.traces_dir = traces_dir;
     char default_trace[4096];
     tsim_table1_trace_path(default_trace, sizeof default_trace, c.traces_dir, 32, 0.5);
     c.trace = default_trace;

@@ -2,8 +2,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <gsl/gsl_errno.h>
-
 #include "cli_common.h"
 #include "report.h"
 #include "commands.h"
@@ -51,7 +49,6 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
-    gsl_set_error_handler_off();
     tsim_cli_install_signal_cleanup();
     tsim_report_set_command_line(argc, argv);
     if (argc < 2) {

@@ -1,6 +1,7 @@
 /* Figures from result files (plot.h). Everything is built in memory first
  * (data files, scripts), so bad input writes nothing; then each file is
  * written atomically and gnuplot renders the scripts. */
+#include "datadir.h"
 #include "plot.h"
 
 #include <cjson/cJSON.h>
@@ -1514,7 +1515,7 @@ static int read_whole(const char *path, char **out, size_t *len, int *errno_out)
 static const char *templates_dir(void)
 {
     const char *env = getenv("TAOTSIM_PLOTS_DIR");
-    return env && env[0] ? env : TSIM_SOURCE_ROOT "/plots";
+    return env && env[0] ? env : tsim_plots_default_dir();
 }
 
 static int read_template(const char *name, char **out, tsim_error *err)

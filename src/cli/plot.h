@@ -34,7 +34,7 @@
  * A planner has one colour and point type in every figure of every study
  * (tsim_plot_planner_colour/point).
  *
- * Templates come from $TAOTSIM_PLOTS_DIR, else TSIM_SOURCE_ROOT/plots.
+ * Templates come from $TAOTSIM_PLOTS_DIR, else the data directory's plots/ (datadir.h).
  * gnuplot is $TAOTSIM_GNUPLOT, else "gnuplot" on PATH. When images are asked
  * for, a gnuplot that is missing, does not run or lacks the pngcairo (PNG) or
  * svg terminal is TSIM_E_INPUT, found before anything is written, with a

@@ -4,6 +4,7 @@
  * $TAOTSIM_PLOTS_DIR or the source tree's plots/, gnuplot from
  * $TAOTSIM_GNUPLOT or PATH. plot.h has no public entry for a figure it does
  * not know, hence the small gnuplot runner here. */
+#include "datadir.h"
 #include "plot_fit.h"
 
 #include <errno.h>
@@ -58,7 +59,7 @@ static void membuf_free(membuf *m)
 static int read_template(const char *name, char **out, tsim_error *err)
 {
     const char *env = getenv("TAOTSIM_PLOTS_DIR");
-    const char *dir = env && env[0] ? env : TSIM_SOURCE_ROOT "/plots";
+    const char *dir = env && env[0] ? env : tsim_plots_default_dir();
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.gp", dir, name);
     *out = NULL;

@@ -239,11 +239,6 @@ void tsim_study_config_default(tsim_study_config *c)
     c->base_slots = 2;
 }
 
-const char *tsim_default_traces_dir(void)
-{
-    return TSIM_SOURCE_ROOT "/traces";
-}
-
 void tsim_table1_trace_path(char *buf, size_t n, const char *dir, int ep, double imbalance)
 {
     snprintf(buf, n, "%s/ep%d-imb%d.jsonl.gz", dir, ep, (int)lround(imbalance * 100));

@@ -62,8 +62,6 @@ typedef struct {
 
 void tsim_study_config_default(tsim_study_config *c);
 
-/* The bundled traces' directory (source tree), for table1's default. */
-const char *tsim_default_traces_dir(void);
 /* The trace of one Table-1 cell inside dir. */
 void tsim_table1_trace_path(char *buf, size_t n, const char *dir, int ep, double imbalance);
 

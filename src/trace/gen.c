@@ -52,8 +52,10 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+#include <gsl/gsl_errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
+#include <pthread.h>
 
 #include "evaluate.h"
 #include "topology.h"
@@ -513,8 +515,18 @@ void tsim_gen_close(tsim_gen *g)
     free(g);
 }
 
+/* GSL's default error handler aborts the process; the library turns it off
+ * itself, once, before its first GSL call (status codes are checked instead). */
+static pthread_once_t gsl_quiet_once = PTHREAD_ONCE_INIT;
+
+static void gsl_quiet(void)
+{
+    gsl_set_error_handler_off();
+}
+
 int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
 {
+    pthread_once(&gsl_quiet_once, gsl_quiet);
     *out = NULL;
     int rc = tsim_gen_params_check(p, err);
     if (rc)
