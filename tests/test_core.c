@@ -557,3 +557,41 @@ Test(sort, heap_sort_of_int64_and_stable_index_sort)
     for (int i = 0; i < 6; i++)
         cr_assert_eq(idx[i], want[i]);
 }
+
+#include "cli_common.h"
+
+/* Out of memory is the machine's limit, not a bug (issue 10 item 8): the CLI
+ * says what to do instead of "please report it"; real bugs still say bug. */
+static char *fail_text(const char *msg, int code, int *status)
+{
+    char path[] = "/tmp/tsim-cli-fail-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    dup2(fd, STDERR_FILENO);
+    tsim_error err = {0};
+    tsim_error_set(&err, code, "%s", msg);
+    *status = tsim_cli_fail("replay", &err);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    static char text[512];
+    ssize_t n = pread(fd, text, sizeof text - 1, 0);
+    text[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return text;
+}
+
+Test(cli, out_of_memory_is_not_reported_as_a_bug)
+{
+    int status;
+    const char *t = fail_text("out of memory for the evaluator", TSIM_E_INTERNAL, &status);
+    cr_assert_eq(status, 3);
+    cr_assert(strstr(t, "a bug") == NULL, "%s", t);
+    cr_assert(strstr(t, "not enough memory; free some") != NULL, "%s", t);
+    t = fail_text("plan check failed", TSIM_E_INTERNAL, &status);
+    cr_assert_eq(status, 3);
+    cr_assert(strstr(t, "a bug, please report it") != NULL, "%s", t);
+}

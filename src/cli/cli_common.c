@@ -12,7 +12,12 @@ int tsim_cli_fail(const char *cmd, const tsim_error *err)
 {
     int code = err && err->code ? err->code : TSIM_E_INTERNAL;
     const char *msg = err && err->msg[0] ? err->msg : "unknown error";
-    if (code == TSIM_E_INTERNAL)
+    /* Running out of memory is the machine's limit, not a bug: say what to do
+     * (exit 3, as the library reports it with the internal status). */
+    if (code == TSIM_E_INTERNAL && strstr(msg, "out of memory"))
+        fprintf(stderr, "taotsim %s: %s: not enough memory; free some, or use fewer -j workers or a smaller trace\n",
+                cmd, msg);
+    else if (code == TSIM_E_INTERNAL)
         fprintf(stderr, "taotsim %s: internal error (a bug, please report it): %s\n", cmd, msg);
     else
         fprintf(stderr, "taotsim %s: %s\n", cmd, msg);
