@@ -278,9 +278,9 @@ int tsim_cmd_gen(int argc, char **argv)
                  tsim_gen_hot_experts_per_rank(&p), p.hot_skew);
     }
     fprintf(stderr,
-            "taotsim gen: wrote %lld records (EP%d, %d experts, top-%d, %d tokens per rank%s) to %s: mean initial "
+            "taotsim gen: wrote %lld record%s (EP%d, %d experts, top-%d, %d tokens per rank%s) to %s: mean initial "
             "imbalance %.2f%% (%s), f = %.6f (%lld of %lld tokens per record hot), %.1f s\n",
-            (long long)records, p.ep, p.experts, p.topk, p.tokens, regime, output, 100.0 * achieved, how,
+            (long long)records, records == 1 ? "" : "s", p.ep, p.experts, p.topk, p.tokens, regime, output, 100.0 * achieved, how,
             p.hot_fraction, (long long)hot, (long long)p.tokens * p.ep, tsim_now_seconds() - start);
     return 0;
 }

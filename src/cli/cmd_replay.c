@@ -346,6 +346,7 @@ int tsim_cmd_replay(int argc, char **argv)
      * bounded summary of stats.h; shorter replays keep every value and print
      * exactly what they always did. */
     tsim_session_bound_memory(&s, TSIM_SESSION_EXACT_RECORDS);
+    s.pipeline = true; /* external planners get --exec-window records in flight; drained below */
     replay_hook_ctx hctx = {.trace_path = path, .home = h->home};
     int status = TSIM_OK;
     tsim_outfile out = {0};
@@ -377,6 +378,10 @@ int tsim_cmd_replay(int argc, char **argv)
         int64_t done_bytes, total_bytes;
         tsim_reader_progress(reader, &done_bytes, &total_bytes);
         tsim_progress_update(&progress, done_bytes, total_bytes);
+    }
+    if (tsim_session_drain(&s, &err)) {
+        status = tsim_cli_fail(cmd, &err);
+        goto done;
     }
     tsim_progress_finish(&progress);
     print_reader_warnings(reader);
@@ -448,8 +453,10 @@ static int run_one_vector(const char *file, const char *planner_override, FILE *
     tsim_planner p = {0};
     p.desc = tsim_planner_find(pname);
     if (!p.desc) {
+        /* the message first: pname may point into v, which the free clears */
+        tsim_error_set(err, TSIM_E_INPUT, "%s: unknown planner '%s'", file, pname);
         tsim_vector_free(&v);
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: unknown planner '%s'", file, pname);
+        return TSIM_E_INPUT;
     }
     snprintf(p.label, sizeof p.label, "%s", pname);
     p.opts = v.opts;

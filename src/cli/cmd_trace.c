@@ -405,7 +405,7 @@ int tsim_cmd_convert(int argc, char **argv)
     rc = tsim_writer_close(w, true, &err);
     if (rc)
         return tsim_cli_fail("convert", &err);
-    fprintf(stderr, "taotsim convert: wrote %lld records (experts %d, ep %d) to %s\n", (long long)records, experts, ep,
-            out);
+    fprintf(stderr, "taotsim convert: wrote %lld record%s (experts %d, ep %d) to %s\n", (long long)records,
+            records == 1 ? "" : "s", experts, ep, out);
     return 0;
 }

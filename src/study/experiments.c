@@ -156,8 +156,11 @@ static int run_planner(const record_set *rs, const tsim_planner *planner, int sl
     s.timing = c->timing;
     s.step_model_on = c->step_model_on;
     s.step_model = c->step_model;
+    s.pipeline = true; /* external planners get their window of records in flight */
     for (int i = 0; i < rs->n && rc == TSIM_OK; i++)
         rc = tsim_session_record(&s, &rs->recs[i], err);
+    if (rc == TSIM_OK)
+        rc = tsim_session_drain(&s, err);
     if (rc == TSIM_OK) {
         tsim_study_row_from_session(row, &s, 0);
         if (transfers) {
@@ -268,8 +271,9 @@ static int table1_job(void *ctx_, int cell, tsim_error *err)
     if (rc)
         return rc;
     if (rs.ranks != ep) {
+        const int got = rs.ranks; /* read before the free clears it */
         record_set_free(&rs);
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: expected an EP%d trace, got EP%d", path, ep, rs.ranks);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: expected an EP%d trace, got EP%d", path, ep, got);
     }
     tsim_study_row *rows = ctx->rows + (size_t)cell * (size_t)ctx->pl.n;
     for (int p = 0; p < ctx->pl.n; p++) {

@@ -1,0 +1,1 @@
+sed "s/\"planner\": *\"taot\"/\"planner\": \"nosuch\"/" tests/spec/vectors/taot/01-*.json > $TMP/v.json; $TAOTSIM vector $TMP/v.json 2>&1 | sed "s#$TMP#TMP#g"; mkdir $TMP/tr; cp traces/ep*-imb*.jsonl.gz $TMP/tr/; cp traces/ep32-imb10.jsonl.gz $TMP/tr/ep16-imb10.jsonl.gz; $TAOTSIM table1 --traces $TMP/tr --planners taot 2>&1 | sed "s#$TMP#TMP#g"
