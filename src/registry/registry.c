@@ -3,6 +3,7 @@
  * that it can list them; nothing below includes it. */
 #include "registry.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,17 +32,44 @@ static const tsim_planner_desc *const registry[] = {
     NULL,
 };
 
+/* Test-only planners (tests/planners/): the test programs link a list of
+ * them, registered like the built-ins (their own files plus one line in that
+ * list); the taotsim binary does not, and this weak reference is then NULL. */
+extern const tsim_planner_desc *const tsim_test_planners[] __attribute__((weak));
+
+#define REGISTRY_MAX 64
+static const tsim_planner_desc *all_planners[REGISTRY_MAX + 1];
+static pthread_once_t all_once = PTHREAD_ONCE_INIT;
+
+static void all_build(void)
+{
+    int n = 0;
+    for (const tsim_planner_desc *const *d = registry; *d && n < REGISTRY_MAX; d++)
+        all_planners[n++] = *d;
+    for (const tsim_planner_desc *const *d = tsim_test_planners; d && *d && n < REGISTRY_MAX; d++)
+        all_planners[n++] = *d;
+    all_planners[n] = NULL;
+}
+
 const tsim_planner_desc *const *tsim_planner_all(void)
 {
-    return registry;
+    pthread_once(&all_once, all_build);
+    return all_planners;
 }
 
 const tsim_planner_desc *tsim_planner_find(const char *name)
 {
-    for (const tsim_planner_desc *const *d = registry; *d; d++)
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++)
         if (strcmp((*d)->name, name) == 0)
             return *d;
     return NULL;
+}
+
+static tsim_planner_resolver resolver;
+
+void tsim_planner_set_resolver(tsim_planner_resolver fn)
+{
+    resolver = fn;
 }
 
 /* Calls fn for the common options, then every planner's, in registry order;
@@ -51,7 +79,7 @@ static const tsim_option_spec *option_scan(bool (*fn)(const tsim_option_spec *, 
     for (const tsim_option_spec *o = tsim_planner_common_options; o->name; o++)
         if (fn(o, ctx))
             return o;
-    for (const tsim_planner_desc *const *d = registry; *d; d++)
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++)
         for (const tsim_option_spec *o = (*d)->options; o && o->name; o++)
             if (fn(o, ctx))
                 return o;
@@ -73,7 +101,7 @@ const tsim_option_spec *tsim_planner_option_at(int i)
     for (const tsim_option_spec *o = tsim_planner_common_options; o->name; o++)
         if (i-- == 0)
             return o;
-    for (const tsim_planner_desc *const *d = registry; *d; d++)
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++)
         for (const tsim_option_spec *o = (*d)->options; o && o->name; o++)
             if (i-- == 0)
                 return o;
@@ -134,11 +162,51 @@ bool tsim_planner_option_exists(const char *name)
     return tsim_planner_option_find(name) != NULL;
 }
 
+/* Options follow the planner name as ":--opt=v:--flag". A ':' starts the
+ * next option only when "--" follows it, so a value may hold one
+ * (--lplb-graph=torus:2x4). Cuts s at that ':' and returns the next option,
+ * or NULL. */
+static char *next_option(char *s)
+{
+    char *sep = strstr(s, ":--");
+    if (!sep)
+        return NULL;
+    *sep = '\0';
+    return sep + 1;
+}
+
+static int external_kind(const char *name)
+{
+    return strncmp(name, "exec:", 5) == 0 || strncmp(name, "plugin:", 7) == 0;
+}
+
+/* An external planner's label prefixes its command-line options
+ * (--LABEL-KEY=VALUE): a plain name that no built-in planner owns. */
+static int check_external_label(const char *label, const char *name, tsim_error *err)
+{
+    if (!label || !*label)
+        return tsim_error_set(err, TSIM_E_INPUT, "external planner '%s' needs a label: LABEL=%s", name, name);
+    for (const char *c = label; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+              (*c == '-' && c != label)))
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "planner label '%s': an external planner's label takes letters, digits, '_' and "
+                                  "'-' (it prefixes its options, --%s-KEY=VALUE)",
+                                  label, label);
+    if (tsim_planner_find(label))
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "planner label '%s' is the name of a built-in planner; give the external planner "
+                              "another label",
+                              label);
+    return TSIM_OK;
+}
+
 int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planner_options *base, tsim_error *err)
 {
     memset(p, 0, sizeof *p);
     p->opts = *base;
-    char buf[512];
+    p->opts.external = NULL;
+    char buf[1024];
     if (strlen(spec) >= sizeof buf)
         return tsim_error_set(err, TSIM_E_INPUT, "planner spec '%.40s...' is too long", spec);
     snprintf(buf, sizeof buf, "%s", spec);
@@ -151,6 +219,25 @@ int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planne
         label = buf;
         name = eq + 1;
     }
+    if (external_kind(name)) {
+        int rc = check_external_label(label, name, err);
+        if (rc)
+            return rc;
+        if (strlen(label) >= sizeof p->label)
+            return tsim_error_set(err, TSIM_E_INPUT, "planner label '%s' is too long", label);
+        snprintf(p->label, sizeof p->label, "%s", label);
+        /* exec: the command runs to the end of the entry (it may hold ':' and
+         * spaces); plugin: the library path, then options as for a built-in. */
+        const char *opts = name[0] == 'p' ? next_option(name) : NULL;
+        if (!resolver)
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "planner '%s': external planners (exec:, plugin:) run from the taotsim command only",
+                                  p->label);
+        rc = resolver(p, name, opts, err);
+        if (rc == TSIM_OK && (!p->desc || !p->opts.external))
+            rc = tsim_error_set(err, TSIM_E_INTERNAL, "planner '%s': the resolver returned no planner", p->label);
+        return rc;
+    }
     char *opts = strchr(name, ':');
     if (opts)
         *opts++ = '\0';
@@ -162,17 +249,24 @@ int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planne
                 strncat(names, ", ", sizeof names - strlen(names) - 1);
             strncat(names, (*d)->name, sizeof names - strlen(names) - 1);
         }
-        return tsim_error_set(err, TSIM_E_INPUT, "unknown planner '%s' (known: %s)", name, names);
+        return tsim_error_set(err, TSIM_E_INPUT, "unknown planner '%s' (known: %s; external: LABEL=exec:CMD, "
+                              "LABEL=plugin:LIB.so)", name, names);
     }
     const char *shown = label && *label ? label : name;
     if (strlen(shown) >= sizeof p->label)
         return tsim_error_set(err, TSIM_E_INPUT, "planner label '%s' is too long", shown);
+    /* A label names the planner in --fail-if (LABEL.METRIC.STAT), markdown and
+     * CSV tables, JSON and gnuplot word lists: letters, digits, '_', '-', '+'. */
+    for (const char *c = shown; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' ||
+              *c == '-' || *c == '+'))
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "planner label '%s': '%c' is not allowed (letters, digits, '_', '-' and '+' only)",
+                                  shown, *c);
     snprintf(p->label, sizeof p->label, "%s", shown);
 
     while (opts && *opts) {
-        char *next = strchr(opts, ':');
-        if (next)
-            *next++ = '\0';
+        char *next = next_option(opts);
         char *opt = opts;
         if (strncmp(opt, "--", 2) != 0)
             return tsim_error_set(err, TSIM_E_INPUT, "planner '%s': option '%s' must start with --", p->label, opt);
