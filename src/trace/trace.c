@@ -743,8 +743,22 @@ int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err)
                            tag_note, (long long)first);
             return stick(r, TSIM_E_INPUT, err);
         }
-        if (raw.kind == REC_EXPERT_COUNTS || r->rebucket)
+        if (raw.kind == REC_EXPERT_COUNTS || r->rebucket) {
             tsim_record_split_even(&r->rec, r->tpe);
+            /* Fewer ranks put more tokens in each count: a rebucketed count
+             * above 2^40 is an input error for every command alike (replay
+             * and convert), never a writer's surprise later. */
+            const size_t n_counts = (size_t)r->rec.ranks * (size_t)r->rec.experts;
+            for (size_t i = 0; i < n_counts; i++)
+                if (r->rec.counts[i] > TSIM_MAX_COUNT) {
+                    tsim_error_set(err, TSIM_E_INPUT,
+                                   "%s%s: record %lld: expert %d gets %lld tokens from rank %d after the split over "
+                                   "%d ranks, above the 2^40 limit of one count (use a larger --ep)",
+                                   r->path, at, (long long)recno, (int)(i % (size_t)r->rec.experts),
+                                   (long long)r->rec.counts[i], (int)(i / (size_t)r->rec.experts), r->rec.ranks);
+                    return stick(r, TSIM_E_INPUT, err);
+                }
+        }
 
         /* Each count is at most 2^40, so this sum cannot overflow before the test. */
         const size_t cells = (size_t)r->rec.ranks * (size_t)r->rec.experts;
