@@ -595,3 +595,16 @@ Test(cli, out_of_memory_is_not_reported_as_a_bug)
     cr_assert_eq(status, 3);
     cr_assert(strstr(t, "a bug, please report it") != NULL, "%s", t);
 }
+
+#include "utf8.h"
+
+/* JSON output stays UTF-8 whatever bytes a file name has (issue 10 item 17). */
+Test(utf8, invalid_bytes_become_replacement_escapes)
+{
+    char ok[] = "{\"path\": \"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"}";
+    cr_assert_eq(tsim_utf8_repair_json(ok), ok, "valid text is returned as is");
+    char bad[] = "{\"path\": \"a\xff" "b\xc0\xaf" "c\xed\xa0\x80" "d\xe2\x82\"}";
+    char *fixed = tsim_utf8_repair_json(bad);
+    cr_assert_str_eq(fixed, "{\"path\": \"a\\ufffdb\\ufffd\\ufffdc\\ufffd\\ufffd\\ufffdd\\ufffd\\ufffd\"}");
+    free(fixed);
+}

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 #include "tsim_config.h"
 
 int tsim_format_parse(const char *s, tsim_format *out, tsim_error *err)
@@ -203,8 +205,16 @@ int tsim_json_print(FILE *out, const cJSON *j)
     char *text = cJSON_Print(j);
     if (!text)
         return -1;
-    fputs(text, out);
+    /* a non-UTF-8 file name or tag must not make the result invalid JSON */
+    char *valid = tsim_utf8_repair_json(text);
+    if (!valid) {
+        free(text);
+        return -1;
+    }
+    fputs(valid, out);
     fputc('\n', out);
+    if (valid != text)
+        free(valid);
     free(text);
     return 0;
 }

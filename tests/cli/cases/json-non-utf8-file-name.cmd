@@ -1,0 +1,1 @@
+f="$TMP/$(printf "bad\377name").json"; cp traces/tiny-4rank.json "$f"; $TAOTSIM replay "$f" --planners none --format json | python3 -c "import json,sys; d=json.load(sys.stdin); print(ascii(d[\"trace\"][\"path\"].rsplit(\"/\",1)[1]))"
