@@ -148,3 +148,99 @@ Test(grid, scaling_is_identical_for_any_thread_count, .timeout = 120)
     free(a);
     free(b);
 }
+
+/* A hand-made Table 1 cell: taot, and eplb (re-homing, no paper value). */
+static tsim_study table1_cell(bool eplb_rehomes, const char *regime)
+{
+    tsim_study st;
+    tsim_study_init(&st, "table1");
+    const char *planners[2] = {"taot", "eplb"};
+    for (int p = 0; p < 2; p++) {
+        tsim_study_row *r = tsim_study_add(&st);
+        snprintf(r->key, sizeof r->key, "ep16.imb10");
+        snprintf(r->planner, sizeof r->planner, "%s", planners[p]);
+        r->ep = 16;
+        r->imbalance = 0.1;
+        r->ok = true;
+        for (int m = 0; m < TSIM_M_COUNT; m++)
+            r->metric_on[m] = m != TSIM_M_PLAN_NS && m != TSIM_M_STEP_MS && m != TSIM_M_SPEEDUP &&
+                              ((m != TSIM_M_REHOMED_INTRA && m != TSIM_M_REHOMED_INTER) || (p == 1 && eplb_rehomes));
+        r->metrics[TSIM_M_INTRA].mean = 8 + p;
+        r->metrics[TSIM_M_INTER].mean = 3 + p;
+        r->metrics[TSIM_M_REHOMED_INTRA].mean = p ? 1.5 : 0;
+        r->metrics[TSIM_M_REHOMED_INTER].mean = p ? 2.5 : 0;
+    }
+    cJSON *be = cJSON_AddArrayToObject(st.extra, "break_even");
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "a", "taot");
+    cJSON_AddStringToObject(j, "b", "eplb");
+    cJSON_AddNullToObject(j, "lambda_star");
+    cJSON_AddStringToObject(j, "a_cheaper_when", "always");
+    cJSON_AddNumberToObject(j, "ep", 16);
+    cJSON_AddNumberToObject(j, "imbalance", 0.1);
+    cJSON_AddNullToObject(j, "paper_lambda_star");
+    cJSON_AddItemToArray(be, j);
+    if (regime) {
+        cJSON *r = cJSON_AddObjectToObject(st.params, "regime");
+        cJSON_AddStringToObject(r, "name", regime);
+    }
+    return st;
+}
+
+static char *print_study(const tsim_study *st, tsim_format fmt)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert(f);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_study_print(f, st, fmt, false, &err), TSIM_OK, "%s", err.msg);
+    fclose(f);
+    return buf;
+}
+
+Test(study_print, table1_rehomed_columns_only_when_some_row_rehomes)
+{
+    tsim_study st = table1_cell(true, NULL);
+    char *md = print_study(&st, TSIM_FORMAT_MD);
+    cr_assert(strstr(md, "| inter | paper |   Δ | rehomed intra | rehomed inter |\n"), "%s", md);
+    /* eplb: our values, "-" for the paper's, the rehomed means after inter */
+    cr_assert(strstr(md, "| eplb   |        0.0 |     - |    - |      0.0 |     - |     - |   9.0 |     - |   - |   "
+                         "4.0 |     - |   - |           1.5 |           2.5 |\n"),
+              "%s", md);
+    cr_assert(strstr(md, "| taot   |") && strstr(md, "|           0.0 |           0.0 |\n"), "%s", md);
+    /* break-even against a method the paper does not run: "-", not "none" */
+    cr_assert(strstr(md, "| eplb    | none    | always            |        - |\n"), "%s", md);
+    cr_assert(strstr(md, "\nrehomed intra/inter: experts whose home rank changed"), "%s", md);
+    cr_assert(strstr(md, "Ours: the bundled synthetic traces (traces/README.md), so"), "%s", md);
+    free(md);
+    char *csv = print_study(&st, TSIM_FORMAT_CSV);
+    cr_assert(strstr(csv, ",eplb,rehomed_intra,1.5,"), "%s", csv);
+    cr_assert(!strstr(csv, ",taot,rehomed_intra,"), "%s", csv);
+    free(csv);
+    tsim_study_free(&st);
+
+    st = table1_cell(false, NULL);
+    md = print_study(&st, TSIM_FORMAT_MD);
+    cr_assert(!strstr(md, "rehomed"), "%s", md);
+    cr_assert(strstr(md, "| inter | paper |   Δ |\n"), "%s", md);
+    free(md);
+    tsim_study_free(&st);
+}
+
+Test(study_print, table1_footnote_names_the_regime)
+{
+    tsim_study st = table1_cell(false, "paper");
+    char *md = print_study(&st, TSIM_FORMAT_MD);
+    cr_assert(strstr(md, "Ours: synthetic traces generated from the regime 'paper' (params.regime of the JSON "
+                         "output), so the numbers are comparable in regime, not identical."),
+              "%s", md);
+    cr_assert(!strstr(md, "bundled"), "%s", md);
+    free(md);
+    tsim_study_free(&st);
+    st = table1_cell(false, "");
+    md = print_study(&st, TSIM_FORMAT_MD);
+    cr_assert(strstr(md, "Ours: synthetic traces generated from an unnamed regime"), "%s", md);
+    free(md);
+    tsim_study_free(&st);
+}

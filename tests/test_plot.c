@@ -96,8 +96,13 @@ Test(plot, table1_data)
 {
     char dir[64];
     tsim_plot_test_tmpdir(dir, sizeof dir);
-    static const char *const files[] = {"table1.dat", "table1_weighted.gp", "table1_residual.gp"};
-    write_data("table1.json", dir, files, 3);
+    /* Data files first, then the scripts: the two bar figures, then one
+     * Pareto figure per (EP, imbalance) cell in the result's order. */
+    static const char *const files[] = {
+        "table1.dat",         "table1_pareto_ep16_imb10.dat", "table1_pareto_ep16_imb70.dat",
+        "table1_pareto_ep32_imb10.dat", "table1_weighted.gp", "table1_residual.gp",
+        "table1_pareto_ep16_imb10.gp",  "table1_pareto_ep16_imb70.gp", "table1_pareto_ep32_imb10.gp"};
+    write_data("table1.json", dir, files, 9);
     expect_file(dir, "table1.dat",
                 "# taotsim plot: table1: mean and std; imbalance and rho_after in %; paper: the "
                 "paper's Table 1 (NaN: none)\n"
@@ -107,11 +112,57 @@ Test(plot, table1_data)
                 "\"EP16 10%\" 16 10 17.25 1.5 0.6 0.2 17 24 2 1.1 0.3 24\n"
                 "\"EP16 70%\" 16 70 27 2.5 2.6 0.4 27 42 3 2.1 0.5 NaN\n"
                 "\"EP32 10%\" 32 10 38 3 1.6 0.2 38 NaN NaN NaN NaN NaN\n");
-    cr_assert(file_contains(dir, "table1_weighted.gp",
-                            "PLANNERS = \"taot echo\"\nNP = 2\nNG = 3\n"
-                            "XTICS = '(\"EP16 10%%\" 0, \"EP16 70%%\" 1, \"EP32 10%%\" 2)'\nPAPER = \"1 2\"\n"));
-    cr_assert(file_contains(dir, "table1_residual.gp", "DATA = \"table1.dat\""));
+    /* Both bar figures share the planners' styles (taot and echo keep their
+     * colours everywhere) and the two-level axis: EP16's two groups, a 0.6
+     * gap, EP32's one. Only the weighted one marks the paper's values. */
+    static const char axis[] = "PLANNERS = \"taot echo\"\nNP = 2\n"
+                               "COLORS = \"#d55e00 #0072b2\"\nPOINTS = \"7 5\"\n"
+                               "NG = 3\nGX = \"0 1 2.6\"\n"
+                               "XTICS = '(\"10%%\" 0, \"70%%\" 1, \"10%%\" 2.6)'\nXMIN = -0.6\nXMAX = 3.2\n"
+                               "OUTER_X = \"0.5 2.6\"\nOUTER_LABELS = \"EP16 EP32\"\nSEPS = \"1.8\"\n";
+    char want[1024];
+    snprintf(want, sizeof want, "DATA = \"table1.dat\"\nTITLE = \"Table 1: weighted communication cost (mean ± std)\"\n%s"
+             "PAPER = \"1 2\"\n\n", axis);
+    cr_assert(file_contains(dir, "table1_weighted.gp", want));
+    snprintf(want, sizeof want, "DATA = \"table1.dat\"\nTITLE = \"Table 1: residual imbalance after planning (mean ± "
+             "std)\"\n%s\n", axis);
+    cr_assert(file_contains(dir, "table1_residual.gp", want));
     cr_assert(!file_contains(dir, "table1_residual.gp", "PAPER ="));
+
+    /* Pareto cells. The paper's residual is the initial imbalance plus its
+     * improvement: 10 - 9.4 = 0.6, 70 - 68.9 = 1.1, 10 - 9.5 = 0.5. At EP16
+     * 10% taot is better on both axes, so the front is taot alone; at 70%
+     * echo is less imbalanced (2.1 < 2.6) but costlier (42 > 27): both,
+     * by residual imbalance. echo has no EP32 result, so it is left out
+     * there, and the styles follow the planners that remain. */
+    static const char head[] =
+        "# taotsim plot: table1 Pareto at EP%s, %s%% initial imbalance: residual imbalance (%%) and weighted cost, "
+        "mean and std; paper: the paper's Table 1 (residual: initial imbalance + its improvement pp; NaN: none)\n"
+        "# planner rho_after rho_after_std weighted weighted_std paper_rho_after paper_weighted\n";
+    char h[512];
+    snprintf(h, sizeof h, head, "16", "10");
+    snprintf(want, sizeof want, "%s\"taot\" 0.6 0.2 17.25 1.5 0.6 17\n\"echo\" 1.1 0.3 24 2 0.6 24\n\n\n"
+             "# Pareto front of ours: rho_after weighted\n0.6 17.25\n", h);
+    expect_file(dir, "table1_pareto_ep16_imb10.dat", want);
+    snprintf(h, sizeof h, head, "16", "70");
+    snprintf(want, sizeof want, "%s\"taot\" 2.6 0.4 27 2.5 1.1 27\n\"echo\" 2.1 0.5 42 3 NaN NaN\n\n\n"
+             "# Pareto front of ours: rho_after weighted\n2.1 42\n2.6 27\n", h);
+    expect_file(dir, "table1_pareto_ep16_imb70.dat", want);
+    snprintf(h, sizeof h, head, "32", "10");
+    snprintf(want, sizeof want, "%s\"taot\" 1.6 0.2 38 3 0.5 38\n\n\n"
+             "# Pareto front of ours: rho_after weighted\n1.6 38\n", h);
+    expect_file(dir, "table1_pareto_ep32_imb10.dat", want);
+    cr_assert(file_contains(dir, "table1_pareto_ep16_imb10.gp",
+                            "FIGURE = \"table1_pareto_ep16_imb10\"\nDATA = \"table1_pareto_ep16_imb10.dat\"\n"
+                            "TITLE = \"Table 1, EP16 at 10% initial imbalance: residual imbalance vs weighted cost\"\n"
+                            "PLANNERS = \"taot echo\"\nNP = 2\nCOLORS = \"#d55e00 #0072b2\"\nPOINTS = \"7 5\"\n"
+                            "PAPER = \"1 2\"\n\n"));
+    cr_assert(file_contains(dir, "table1_pareto_ep16_imb70.gp",
+                            "PLANNERS = \"taot echo\"\nNP = 2\nCOLORS = \"#d55e00 #0072b2\"\nPOINTS = \"7 5\"\n"
+                            "PAPER = \"1\"\n\n"));
+    cr_assert(file_contains(dir, "table1_pareto_ep32_imb10.gp",
+                            "TITLE = \"Table 1, EP32 at 10% initial imbalance: residual imbalance vs weighted cost\"\n"
+                            "PLANNERS = \"taot\"\nNP = 1\nCOLORS = \"#d55e00\"\nPOINTS = \"7\"\nPAPER = \"1\"\n\n"));
     tsim_plot_test_remove_dir(dir);
 }
 
@@ -220,76 +271,80 @@ Test(plot, scaling_data)
 
 /* ---------- without gnuplot ---------- */
 
-Test(plot_no_gnuplot, missing_gnuplot_writes_data_and_says_how)
+/* What to do, the end of every message about an unusable gnuplot. */
+#define FIX                                                                                                        \
+    "install gnuplot with its cairo terminals (Debian and Ubuntu: apt-get install gnuplot-nox) or set "            \
+    "TAOTSIM_GNUPLOT to one; `taotsim plot RESULT.json --format none` writes the data and scripts without it"
+
+/* gnuplot is checked before anything is written: an unusable one is a
+ * problem of the machine (TSIM_E_INPUT), the output directory is not even
+ * created, nothing is listed and nothing is logged. */
+static void expect_unusable_gnuplot(const char *json, int formats, const char *want_msg)
 {
-    setenv("TAOTSIM_GNUPLOT", "/nonexistent/gnuplot", 1);
-    char dir[64];
+    char dir[64], out[128];
     tsim_plot_test_tmpdir(dir, sizeof dir);
-    cJSON *root = tsim_plot_test_load("table1.json");
+    snprintf(out, sizeof out, "%s/figures", dir);
+    cJSON *root = tsim_plot_test_load(json);
     tsim_plot_files files;
     tsim_error err = {0};
     FILE *log = tmpfile();
     cr_assert_not_null(log);
-    cr_assert_eq(tsim_plot_write(root, dir, TSIM_PLOT_BOTH, log, &files, &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(tsim_plot_write(root, out, formats, log, &files, &err), TSIM_E_INPUT, "%s", err.msg);
+    cr_assert_str_eq(err.msg, want_msg);
+    cr_assert_eq(files.n, 0);
     cr_assert(!files.rendered);
-    cr_assert_eq(files.n, 3);
-    cr_assert(tsim_plot_test_exists(dir, "table1.dat") && tsim_plot_test_exists(dir, "table1_weighted.gp") && tsim_plot_test_exists(dir, "table1_residual.gp"));
-    cr_assert(!tsim_plot_test_exists(dir, "table1_weighted.png"));
-    char said[2048] = "";
-    rewind(log);
-    size_t n = fread(said, 1, sizeof said - 1, log);
-    said[n] = '\0';
+    cr_assert_eq(tsim_plot_test_count_entries(dir), 0, "%s: something was written", json);
+    fflush(log);
+    cr_assert_eq(ftell(log), 0L);
     fclose(log);
-    char want[2048];
-    snprintf(want, sizeof want,
-             "gnuplot not found (TAOTSIM_GNUPLOT=/nonexistent/gnuplot is not an executable file): wrote the data "
-             "files and gnuplot scripts to %s; to draw the figures, install gnuplot and run: cd %s && for f in "
-             "*.gp; do gnuplot \"$f\"; done (PNG; add -e 'fmt=\"svg\"' for SVG)\n",
-             dir, dir);
-    cr_assert_str_eq(said, want);
+    /* The same through the study commands' entry point, into an existing directory. */
+    cr_assert_eq(tsim_plot_result(root, dir, formats, NULL, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, want_msg);
+    cr_assert_eq(tsim_plot_test_count_entries(dir), 0);
     tsim_plot_files_free(&files);
     cJSON_Delete(root);
     tsim_plot_test_remove_dir(dir);
+}
+
+Test(plot_no_gnuplot, missing_gnuplot_writes_nothing_and_says_what_to_install)
+{
+    setenv("TAOTSIM_GNUPLOT", "/nonexistent/gnuplot", 1);
+    expect_unusable_gnuplot("table1.json", TSIM_PLOT_BOTH,
+                            "gnuplot not found (TAOTSIM_GNUPLOT=/nonexistent/gnuplot is not an executable file): " FIX);
+    /* A directory is not an executable file either. */
+    setenv("TAOTSIM_GNUPLOT", "/tmp", 1);
+    expect_unusable_gnuplot("replay.json", TSIM_PLOT_PNG,
+                            "gnuplot not found (TAOTSIM_GNUPLOT=/tmp is not an executable file): " FIX);
 }
 
 Test(plot_no_gnuplot, missing_gnuplot_on_path)
 {
     unsetenv("TAOTSIM_GNUPLOT");
     setenv("PATH", "/nonexistent", 1);
+    expect_unusable_gnuplot("ablation.json", TSIM_PLOT_PNG, "gnuplot not found on PATH: " FIX);
+}
+
+Test(plot_no_gnuplot, without_images_gnuplot_is_not_needed)
+{
+    setenv("TAOTSIM_GNUPLOT", "/nonexistent/gnuplot", 1);
     char dir[64];
     tsim_plot_test_tmpdir(dir, sizeof dir);
     cJSON *root = tsim_plot_test_load("ablation.json");
-    FILE *log = tmpfile();
     tsim_error err = {0};
-    cr_assert_eq(tsim_plot_result(root, dir, TSIM_PLOT_PNG, log, &err), TSIM_OK, "%s", err.msg);
-    char said[2048] = "";
-    rewind(log);
-    size_t n = fread(said, 1, sizeof said - 1, log);
-    said[n] = '\0';
-    fclose(log);
-    cr_assert(strncmp(said, "gnuplot not found on PATH: wrote the data files", 47) == 0, "%s", said);
-    cr_assert(tsim_plot_test_exists(dir, "ablation.dat"));
+    cr_assert_eq(tsim_plot_result(root, dir, 0, NULL, &err), TSIM_OK, "%s", err.msg);
+    cr_assert(tsim_plot_test_exists(dir, "ablation.dat") && tsim_plot_test_exists(dir, "ablation.gp"));
+    cr_assert_eq(tsim_plot_test_count_entries(dir), 2);
     cJSON_Delete(root);
     tsim_plot_test_remove_dir(dir);
 }
 
-Test(plot_no_gnuplot, a_failing_gnuplot_is_an_error_and_leaves_no_image)
+Test(plot_no_gnuplot, a_failing_gnuplot_is_refused_before_anything_is_written)
 {
-    /* "false" runs and fails, as a broken gnuplot would. */
+    /* "false" runs and fails the terminal check, as a broken gnuplot would:
+     * exit status 1 and not a word. */
     setenv("TAOTSIM_GNUPLOT", "/bin/false", 1);
-    char dir[64];
-    tsim_plot_test_tmpdir(dir, sizeof dir);
-    cJSON *root = tsim_plot_test_load("ablation.json");
-    tsim_error err = {0};
-    cr_assert_eq(tsim_plot_result(root, dir, TSIM_PLOT_PNG, NULL, &err), TSIM_E_INTERNAL);
-    char want[512];
-    snprintf(want, sizeof want, "gnuplot failed on %s/ablation.gp (exit status 1, no output): no message", dir);
-    cr_assert_str_eq(err.msg, want);
-    cr_assert(!tsim_plot_test_exists(dir, "ablation.png"));
-    /* The data and the script are there; no temporary file is left. */
-    cr_assert_eq(tsim_plot_test_count_entries(dir), 2);
-    cJSON_Delete(root);
-    tsim_plot_test_remove_dir(dir);
+    expect_unusable_gnuplot("ablation.json", TSIM_PLOT_PNG,
+                            "/bin/false does not work as gnuplot (exit status 1: no message): " FIX);
 }
 
 /* ---------- bad input ---------- */

@@ -73,8 +73,10 @@ Test(plot_render, replay)
 
 Test(plot_render, table1)
 {
-    static const char *const figs[] = {"table1_weighted", "table1_residual"};
-    render_study("table1.json", figs, 2);
+    /* The bar figures, then one Pareto figure per (EP, imbalance) cell. */
+    static const char *const figs[] = {"table1_weighted", "table1_residual", "table1_pareto_ep16_imb10",
+                                       "table1_pareto_ep16_imb70", "table1_pareto_ep32_imb10"};
+    render_study("table1.json", figs, 5);
 }
 
 Test(plot_render, ablation)

@@ -132,6 +132,83 @@ typedef struct {
     char error[TSIM_ERROR_MSG_MAX];
 } bench_row;
 
+/* The timed loop of bench_one for a planner that takes windows of records:
+ * warm-up and timing in batches of `window`. Fills row (row->error on
+ * failure). rec is the generator's record, copied into the batch. */
+static void bench_batched(tsim_planner *p, const tsim_topology *t, int64_t n_records, uint64_t seed, int window,
+                          bench_row *row, tsim_evaluator *ev, tsim_record *rec, double *weights, double *ns,
+                          double *scratch, tsim_progress *progress, int64_t *progress_done, int64_t progress_total)
+{
+    tsim_error err = {0};
+    tsim_record *batch = calloc((size_t)window, sizeof *batch);
+    const tsim_record **ptrs = calloc((size_t)window, sizeof *ptrs);
+    tsim_plan *plans = calloc((size_t)window, sizeof *plans);
+    int ready = 0;
+    if (!batch || !ptrs || !plans) {
+        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        goto fail;
+    }
+    for (; ready < window; ready++) {
+        if (tsim_record_alloc(&batch[ready], t->ranks, t->experts, &err) ||
+            tsim_plan_init(&plans[ready], t->ranks, t->ranks * (t->slots > 0 ? t->slots : 1), &err))
+            goto fail;
+        ptrs[ready] = &batch[ready];
+    }
+    const size_t cells = (size_t)t->ranks * (size_t)t->experts;
+    double replicas = 0.0, rho_b = 0.0, rho_a = 0.0;
+    const int64_t warmup = n_records < WARMUP_RECORDS ? n_records : WARMUP_RECORDS;
+    for (int pass = 0; pass < 2; pass++) {
+        const int64_t total = pass == 0 ? warmup : n_records;
+        for (int64_t start = 0; start < total; start += window) {
+            const int m = total - start < window ? (int)(total - start) : window;
+            for (int k = 0; k < m; k++) {
+                gen_record(t, seed, start + k, rec, weights);
+                int64_t *counts = batch[k].counts;
+                batch[k] = *rec;
+                batch[k].counts = counts;
+                memcpy(counts, rec->counts, sizeof *counts * cells);
+                tsim_plan_reset(&plans[k]);
+            }
+            const int64_t t0 = tsim_now_ns();
+            const int rc = p->desc->plan_batch(p->state, ptrs, m, plans, &err);
+            const int64_t t1 = tsim_now_ns();
+            if (rc) {
+                tsim_error_prefix(&err, "planner '%s'", p->label);
+                goto fail;
+            }
+            for (int k = 0; pass == 1 && k < m; k++) {
+                ns[start + k] = (double)(t1 - t0) / m;
+                tsim_metrics mt;
+                if (tsim_evaluate(ev, &batch[k], &plans[k], 3.0, p->label, &mt, &err))
+                    goto fail;
+                replicas += plans[k].count;
+                rho_b += mt.v[TSIM_M_RHO_BEFORE];
+                rho_a += mt.v[TSIM_M_RHO_AFTER];
+            }
+            if (pass == 1)
+                tsim_progress_update(progress, *progress_done + start, progress_total);
+        }
+    }
+    row->records = n_records;
+    row->ns = tsim_summarize(ns, (size_t)n_records, scratch);
+    row->replicas_mean = replicas / (double)n_records;
+    row->rho_before_mean = rho_b / (double)n_records;
+    row->rho_after_mean = rho_a / (double)n_records;
+    goto done;
+fail:
+    snprintf(row->error, sizeof row->error, "%s", err.msg[0] ? err.msg : "failed");
+done:
+    for (int k = 0; k < ready; k++) {
+        tsim_record_free(&batch[k]);
+        tsim_plan_free(&plans[k]);
+    }
+    if (ready < window && batch) /* a record allocated before its plan failed */
+        tsim_record_free(&batch[ready]);
+    free(batch);
+    free(ptrs);
+    free(plans);
+}
+
 /* Runs one planner on one shape. Fills row (row->error on failure). */
 static void bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records, uint64_t seed, bench_row *row,
                       tsim_progress *progress, int64_t *progress_done, int64_t progress_total)
@@ -167,6 +244,15 @@ static void bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records
         goto fail;
     started = true;
 
+    /* A pipelined planner (an exec planner's --exec-window) gets its window
+     * of records per plan_batch call; each record's time is the batch's
+     * divided evenly. */
+    const int window = p->desc->window && p->desc->plan_batch ? p->desc->window(p->state) : 1;
+    if (window > 1) {
+        bench_batched(p, t, n_records, seed, window, row, &ev, &rec, weights, ns, scratch, progress, progress_done,
+                      progress_total);
+        goto done;
+    }
     /* Warm-up: caches, branch predictors, lazily touched pages. */
     for (int64_t i = 0; i < WARMUP_RECORDS && i < n_records; i++) {
         gen_record(t, seed, i, &rec, weights);

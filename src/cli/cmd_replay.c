@@ -6,6 +6,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "evaluate.h"
+#include "external.h"
 #include "options.h"
 #include "failif.h"
 #include "outfile.h"
@@ -451,15 +452,24 @@ static int run_one_vector(const char *file, const char *planner_override, FILE *
         return rc;
     const char *pname = planner_override ? planner_override : v.planner;
     tsim_planner p = {0};
-    p.desc = tsim_planner_find(pname);
-    if (!p.desc) {
-        /* the message first: pname may point into v, which the free clears */
-        tsim_error_set(err, TSIM_E_INPUT, "%s: unknown planner '%s'", file, pname);
-        tsim_vector_free(&v);
-        return TSIM_E_INPUT;
+    if (planner_override && strchr(planner_override, '=')) {
+        /* LABEL=NAME[:--opt=v] on the vector's options: external planners too */
+        if ((rc = tsim_planner_spec_parse(&p, planner_override, &v.opts, err))) {
+            tsim_vector_free(&v);
+            return rc;
+        }
+        pname = p.label;
+    } else {
+        p.desc = tsim_planner_find(pname);
+        if (!p.desc) {
+            /* the message first: pname may point into v, which the free clears */
+            tsim_error_set(err, TSIM_E_INPUT, "%s: unknown planner '%s'", file, pname);
+            tsim_vector_free(&v);
+            return TSIM_E_INPUT;
+        }
+        snprintf(p.label, sizeof p.label, "%s", pname);
+        p.opts = v.opts;
     }
-    snprintf(p.label, sizeof p.label, "%s", pname);
-    p.opts = v.opts;
     tsim_session s;
     if ((rc = tsim_session_init(&s, v.record.ranks, v.record.experts, v.ranks_per_node, v.slots, NULL, &p, 1, 3.0,
                                 err))) {
@@ -502,6 +512,13 @@ int tsim_cmd_vector(int argc, char **argv)
     tsim_argiter it = {argc, argv, 1};
     const char *name, *inl;
     int kind;
+    tsim_error err = {0};
+    /* an external --planner's --LABEL-KEY=VALUE options (external.h) */
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--planner") == 0)
+            tsim_external_scan_list(argv[i + 1]);
+        else if (strncmp(argv[i], "--planner=", 10) == 0)
+            tsim_external_scan_list(argv[i] + 10);
     while ((kind = tsim_arg_next(&it, &name, &inl)) != TSIM_ARG_END) {
         if (kind == TSIM_ARG_POSITIONAL) {
             if (nfiles == 1024)
@@ -513,6 +530,13 @@ int tsim_cmd_vector(int argc, char **argv)
             vector_help();
             return 0;
         }
+        char text[512];
+        snprintf(text, sizeof text, "--%s%s%s", name, inl ? "=" : "", inl ? inl : "");
+        bool taken = false;
+        if (tsim_external_take_option(text, &taken, &err))
+            return tsim_cli_usage_error(cmd, "%s", err.msg);
+        if (taken)
+            continue;
         const char *val = tsim_arg_value(&it, inl);
         if (!val)
             return tsim_cli_usage_error(cmd, "option '%s' needs a value", name);
@@ -520,12 +544,14 @@ int tsim_cmd_vector(int argc, char **argv)
             planner = val;
         else if (strcmp(name, "o") == 0 || strcmp(name, "output") == 0)
             out_path = val;
-        else
+        else if (strcmp(name, "exec-window") == 0 || strcmp(name, "exec-timeout") == 0) {
+            if ((name[5] == 'w' ? tsim_external_set_window : tsim_external_set_timeout)(val, &err))
+                return tsim_cli_usage_error(cmd, "%s", err.msg);
+        } else
             return tsim_cli_usage_error(cmd, "unknown option '--%s'", name);
     }
     if (nfiles == 0)
         return tsim_cli_usage_error(cmd, "missing vector FILE");
-    tsim_error err = {0};
     tsim_outfile out;
     if (tsim_outfile_open(&out, out_path, &err))
         return tsim_cli_fail(cmd, &err);

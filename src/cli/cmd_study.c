@@ -11,6 +11,7 @@
 #include "experiments.h"
 #include "datadir.h"
 #include "failif.h"
+#include "fit.h"
 #include "options.h"
 #include "outfile.h"
 #include "parse.h"
@@ -62,7 +63,9 @@ static void study_help(study_kind k)
                "(DIR/epNN-immNN.jsonl.gz). Each cell: improvement pp, weighted, intra, inter\n"
                "(means), the paper's value and the difference; then the break-even λ* of TAOT\n"
                "against each baseline, ours and the paper's.\n\n"
-               "  --traces DIR         trace directory (default: the bundled traces/)\n\n");
+               "  --traces DIR         trace directory (default: the bundled traces/)\n"
+               "  --regime NAME|FILE   run on generated traces of a regime found by `taotsim fit`\n"
+               "                       (NAME: traces/regime-NAME.json, e.g. paper) instead\n\n");
         break;
     case STUDY_ABLATION:
         printf("usage: taotsim ablation [options]\n\n"
@@ -295,6 +298,7 @@ static const struct {
     {"format", 0, true, ALL_STUDIES},
     {"output", 'o', true, ALL_STUDIES},
     {"traces", 0, true, ONLY(STUDY_TABLE1)},
+    {"regime", 0, true, ONLY(STUDY_TABLE1)},
     {"seeds", 0, true, ONLY(STUDY_ABLATION)},
     {"ep", 0, true, ONLY(STUDY_ABLATION)},
     {"imbalance", 0, true, ONLY(STUDY_ABLATION)},
@@ -353,6 +357,7 @@ typedef struct {
     const char *gates[MAX_GATES];
     int n_gates;
     bool show_std;
+    const char *regime; /* table1 --regime NAME|FILE */
 } study_args;
 
 static int study_on_trace(void *ctx, const char *arg, tsim_error *err)
@@ -374,6 +379,8 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
         return rc;
     if (strcmp(name, "std") == 0)
         a->show_std = true;
+    else if (strcmp(name, "regime") == 0)
+        a->regime = val;
     else if (strcmp(name, "timing") == 0)
         c->timing = true;
     else if (strcmp(name, "no-timing") == 0)
@@ -464,7 +471,15 @@ static int run_study(study_kind kind, int argc, char **argv)
     int rc;
     switch (kind) {
     case STUDY_TABLE1:
-        rc = tsim_run_table1(&c, &study, &err);
+        if (a.regime) {
+            /* generated traces of a fitted regime (taotsim fit), not the bundled ones */
+            tsim_regime regime;
+            rc = tsim_regime_load(a.regime, c.traces_dir, &regime, &err);
+            if (rc == TSIM_OK)
+                rc = tsim_run_table1_regime(&c, &regime, &study, &err);
+        } else {
+            rc = tsim_run_table1(&c, &study, &err);
+        }
         break;
     case STUDY_ABLATION:
         rc = tsim_run_ablation(&c, &study, &err);

@@ -5,6 +5,7 @@
 #include "cli_common.h"
 #include "report.h"
 #include "commands.h"
+#include "external.h"
 #include "signals.h"
 #include "tsim_config.h"
 
@@ -64,8 +65,13 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            /* LABEL=exec:CMD and LABEL=plugin:LIB.so wherever a planner is named */
+            tsim_external_install();
+            int status = commands[i].run(argc - 1, argv + 1);
+            tsim_external_cleanup();
+            return status;
+        }
     fprintf(stderr, "taotsim: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return 2;

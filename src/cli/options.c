@@ -6,13 +6,14 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "external.h"
 #include "registry.h"
 
 /* getopt_long's val for option i of the merged table: past every char. */
 #define VAL_BASE 1000
 
 /* Where an option of the merged table comes from. */
-enum { FROM_COMMAND, FROM_PLANNER, FROM_STEP_MODEL, FROM_HELP };
+enum { FROM_COMMAND, FROM_PLANNER, FROM_STEP_MODEL, FROM_HELP, FROM_EXEC };
 
 typedef struct {
     int from;
@@ -48,9 +49,36 @@ static bool spelled_in_full(const char *text, const char *name)
     return len == strlen(name) && strncmp(text + 2, name, len) == 0;
 }
 
+/* External planners (external.h): their labels are learnt from --planners
+ * before parsing, so that --LABEL-KEY=VALUE, unknown to every table, can be
+ * told from a typo; the exec settings come with the planner options. */
+static const char *const exec_options[] = {"exec-window", "exec-timeout", NULL};
+
+static void scan_external_labels(const tsim_cli_parser *p, int argc, char **argv)
+{
+    bool has_planners = false;
+    for (const tsim_cli_option *o = p->options; o && o->name; o++)
+        has_planners = has_planners || strcmp(o->name, "planners") == 0;
+    for (int i = 1; has_planners && i < argc && strcmp(argv[i], "--") != 0; i++) {
+        if (strncmp(argv[i], "--planners=", 11) == 0)
+            tsim_external_scan_list(argv[i] + 11);
+        else if (strcmp(argv[i], "--planners") == 0 && i + 1 < argc)
+            tsim_external_scan_list(argv[++i]);
+    }
+}
+
+/* An option no table knows: an external planner's, or an error. */
+static int unknown_option(const tsim_cli_parser *p, const char *text, bool *taken)
+{
+    tsim_error err = {0};
+    if (tsim_external_take_option(text, taken, &err))
+        return tsim_cli_usage_error(p->cmd, "%s", err.msg);
+    return 0;
+}
+
 int tsim_cli_parse(const tsim_cli_parser *p, int argc, char **argv)
 {
-    int cap = 2;
+    int cap = 4;
     for (const tsim_cli_option *o = p->options; o && o->name; o++)
         cap++;
     if (p->planner)
@@ -95,6 +123,11 @@ int tsim_cli_parse(const tsim_cli_parser *p, int argc, char **argv)
             const char *name = tsim_step_model_option_name(i);
             n = add(m, lo, n, FROM_STEP_MODEL, name, !tsim_step_model_option_is_flag(name));
         }
+    if (p->planner) {
+        for (int i = 0; exec_options[i]; i++)
+            n = add(m, lo, n, FROM_EXEC, exec_options[i], true);
+        scan_external_labels(p, argc, argv);
+    }
 
     int status = 0;
     tsim_error err = {0};
@@ -120,6 +153,11 @@ int tsim_cli_parse(const tsim_cli_parser *p, int argc, char **argv)
                 status = tsim_cli_usage_error(p->cmd, "unknown option '-%c'", optopt);
             else {
                 const char *text = argv[optind - 1];
+                bool taken = false;
+                if ((status = unknown_option(p, text, &taken)) != 0)
+                    break;
+                if (taken)
+                    continue;
                 char name[128];
                 snprintf(name, sizeof name, "%.*s", (int)strcspn(text + strspn(text, "-"), "="),
                          text + strspn(text, "-"));
@@ -137,8 +175,15 @@ int tsim_cli_parse(const tsim_cli_parser *p, int argc, char **argv)
         if (c >= VAL_BASE) {
             index = c - VAL_BASE;
             if (!spelled_in_full(option_text(argv, m[index].has_value), m[index].name)) {
-                status = tsim_cli_usage_error(p->cmd, "unknown option '%s' (did you mean --%s?)",
-                                              option_text(argv, m[index].has_value), m[index].name);
+                /* getopt_long took an abbreviation: maybe --LABEL-KEY=VALUE */
+                const char *text = option_text(argv, m[index].has_value);
+                bool taken = false;
+                if ((status = unknown_option(p, text, &taken)) != 0)
+                    break;
+                if (taken) /* it had "=VALUE", so getopt_long took no further argument */
+                    continue;
+                status = tsim_cli_usage_error(p->cmd, "unknown option '%s' (did you mean --%s?)", text,
+                                              m[index].name);
                 break;
             }
         } else {
@@ -167,6 +212,10 @@ int tsim_cli_parse(const tsim_cli_parser *p, int argc, char **argv)
             rc = tsim_option_apply(o->spec, p->planner, value, &err);
             if (rc == TSIM_OK && p->on_planner_option)
                 p->on_planner_option(p->ctx, o->spec);
+            break;
+        case FROM_EXEC:
+            rc = strcmp(o->name, "exec-window") == 0 ? tsim_external_set_window(value, &err)
+                                                       : tsim_external_set_timeout(value, &err);
             break;
         default:
             rc = tsim_step_model_option(p->step_model, o->name, value, &known, &err);

@@ -75,6 +75,10 @@ typedef struct {
     tsim_eplb_options eplb;
     tsim_fastermoe_options fastermoe;
     tsim_optimal_options optimal;
+    /* An external planner's configuration (command or plugin, its options),
+     * owned by the CLI layer that resolved its `exec:`/`plugin:` name; NULL
+     * for every built-in planner. */
+    const void *external;
 } tsim_planner_options;
 
 
@@ -141,6 +145,13 @@ typedef struct tsim_planner_desc {
      * history[E] is what the layer's next record takes as its history (NULL:
      * none); placement[E] the placement in force (NULL: the static map). */
     int (*prime)(void *state, int64_t layer, const int64_t *history, const int32_t *placement, tsim_error *err);
+    /* Optional: how many records this configured planner wants per
+     * plan_batch call (an external planner's pipelining window). Absent or
+     * <= 1: sessions give it one record at a time, as before. */
+    int (*window)(const void *state);
+    /* Its plans come from outside taotsim (a process or a plugin): a plan the
+     * evaluator rejects is an input error (exit 2), not a bug (exit 3). */
+    bool external;
 } tsim_planner_desc;
 
 

@@ -13,8 +13,22 @@ const tsim_planner_desc *tsim_planner_find(const char *name);
 const tsim_planner_desc *const *tsim_planner_all(void);
 
 /* Parses one entry of --planners: NAME, or LABEL=NAME, or LABEL=NAME:--opt=v:--flag
- * (options after the planner name separated by ':'), applied on top of base. */
+ * (options after the planner name, each starting at a ':' followed by "--",
+ * so a value may hold a ':' as in --lplb-graph=torus:2x4), applied on top of
+ * base. LABEL=exec:CMD (CMD: the rest of the entry) and
+ * LABEL=plugin:LIB.so[:--opt=v...] are external planners, handed to the
+ * resolver. */
 int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planner_options *base, tsim_error *err);
+
+/* Turns an external planner name ("exec:CMD" or "plugin:PATH") into a
+ * configured planner: p arrives with its label and options (base) set; the
+ * resolver sets p->desc and p->opts.external. options is the text after
+ * PATH for plugins ("--a=1:--b" with ':' before each further "--"), or NULL.
+ * The library never starts processes or loads code itself: the taotsim
+ * command installs the resolver at start-up; without one, external names
+ * are refused. */
+typedef int (*tsim_planner_resolver)(tsim_planner *p, const char *name, const char *options, tsim_error *err);
+void tsim_planner_set_resolver(tsim_planner_resolver fn);
 
 /* Appends one --planners entry to out[0..*n), rejecting a label already there. */
 int tsim_planner_list_add(tsim_planner *out, int max, int *n, const char *spec, const tsim_planner_options *base,

@@ -11,7 +11,10 @@ typedef struct {
 } tsim_paper_cell;
 
 /* ep 16 or 32, imbalance 0.1/0.2/0.3/0.5/0.7, method echo/llep/lplb/taot.
- * Returns false when the paper has no value. */
+ * Returns false when the paper has no value: other cells, other labels, and
+ * eplb, which the paper does not run (tables print "-" for it). LPLB's value
+ * is its published one whatever --lplb-rehome says: the paper counts only
+ * LPLB's 2R static replicas (eplb.md 4). */
 bool tsim_paper_table1(int ep, double imbalance, const char *method, tsim_paper_cell *out);
 
 /* Table 2 (EP32, 70%): mean and std of final imbalance (fraction), intra, inter, weighted. */

@@ -75,10 +75,19 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
             }
         return 0;
     }
-    const char *headers[14] = {"planner",  "records", "rho before %", "rho after %", "improve pp",
-                               "intra",    "inter",   "weighted",     "offloaded",   "x-node tokens before",
-                               "x-node tokens after"};
-    int ncols = 11;
+    /* The rehomed columns sit beside weighted (not inside it, eplb.md 1.2) and
+     * appear only when some plan re-homed, so other tables keep their bytes. */
+    enum { MAX_COLS = 16 };
+    const char *headers[MAX_COLS] = {"planner", "records", "rho before %", "rho after %", "improve pp",
+                                     "intra",   "inter",   "weighted"};
+    int ncols = 8;
+    if (s->rehoming) {
+        headers[ncols++] = "rehomed intra";
+        headers[ncols++] = "rehomed inter";
+    }
+    headers[ncols++] = "offloaded";
+    headers[ncols++] = "x-node tokens before";
+    headers[ncols++] = "x-node tokens after";
     if (s->timing)
         headers[ncols++] = "plan us p50";
     if (s->step_model_on) {
@@ -89,7 +98,7 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
     if (tsim_table_init(&t, ncols, headers))
         return -1;
     for (int p = 0; p < s->n_planners; p++) {
-        char c[14][48];
+        char c[MAX_COLS][48];
         snprintf(c[0], sizeof c[0], "%s", s->planners[p].label);
         snprintf(c[1], sizeof c[1], "%lld", (long long)s->results[p].records);
         fmt(c[2], sizeof c[2], 100.0 * mean_of(s, p, TSIM_M_RHO_BEFORE), 2);
@@ -98,10 +107,14 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
         fmt(c[5], sizeof c[5], mean_of(s, p, TSIM_M_INTRA), 2);
         fmt(c[6], sizeof c[6], mean_of(s, p, TSIM_M_INTER), 2);
         fmt(c[7], sizeof c[7], mean_of(s, p, TSIM_M_WEIGHTED), 2);
-        fmt(c[8], sizeof c[8], mean_of(s, p, TSIM_M_OFFLOADED), 1);
-        fmt(c[9], sizeof c[9], mean_of(s, p, TSIM_M_TRAFFIC_INTER_BEFORE), 1);
-        fmt(c[10], sizeof c[10], mean_of(s, p, TSIM_M_TRAFFIC_INTER_AFTER), 1);
-        int k = 11;
+        int k = 8;
+        if (s->rehoming) {
+            fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_REHOMED_INTRA), 2);
+            fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_REHOMED_INTER), 2);
+        }
+        fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_OFFLOADED), 1);
+        fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_TRAFFIC_INTER_BEFORE), 1);
+        fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_TRAFFIC_INTER_AFTER), 1);
         if (s->timing) {
             tsim_summary ns = tsim_series_summary(&s->results[p].metrics[TSIM_M_PLAN_NS]);
             fmt(c[k++], sizeof c[0], ns.p50 / 1000.0, 1);
@@ -110,7 +123,7 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
             fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_STEP_MS), 3);
             fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_SPEEDUP), 3);
         }
-        const char *cells[14];
+        const char *cells[MAX_COLS];
         for (int q = 0; q < ncols; q++)
             cells[q] = c[q];
         tsim_table_add_row(&t, cells);
@@ -125,38 +138,51 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
     return 0;
 }
 
-static const int per_record_metrics[] = {TSIM_M_RHO_BEFORE, TSIM_M_RHO_AFTER, TSIM_M_IMPROVE_PP, TSIM_M_INTRA,
-                                         TSIM_M_INTER,      TSIM_M_WEIGHTED,  TSIM_M_OFFLOADED,
-                                         TSIM_M_TRAFFIC_INTER_BEFORE, TSIM_M_TRAFFIC_INTER_AFTER};
-#define N_PER_RECORD ((int)(sizeof per_record_metrics / sizeof per_record_metrics[0]))
+/* Per-record columns: the metrics of model.md, rehomed_* right after weighted
+ * when some plan re-homed, then plan_ns when timed. */
+static int per_record_columns(const tsim_session *s, int *metrics)
+{
+    static const int base[] = {TSIM_M_RHO_BEFORE, TSIM_M_RHO_AFTER, TSIM_M_IMPROVE_PP,
+                               TSIM_M_INTRA,      TSIM_M_INTER,     TSIM_M_WEIGHTED};
+    static const int traffic[] = {TSIM_M_OFFLOADED, TSIM_M_TRAFFIC_INTER_BEFORE, TSIM_M_TRAFFIC_INTER_AFTER};
+    int n = 0;
+    for (size_t k = 0; k < sizeof base / sizeof base[0]; k++)
+        metrics[n++] = base[k];
+    if (s->rehoming) {
+        metrics[n++] = TSIM_M_REHOMED_INTRA;
+        metrics[n++] = TSIM_M_REHOMED_INTER;
+    }
+    for (size_t k = 0; k < sizeof traffic / sizeof traffic[0]; k++)
+        metrics[n++] = traffic[k];
+    if (s->timing)
+        metrics[n++] = TSIM_M_PLAN_NS;
+    return n;
+}
 
 static int print_per_record(FILE *out, const tsim_session *s, tsim_format format)
 {
-    const char *headers[4 + N_PER_RECORD + 1];
-    headers[0] = "record";
-    headers[1] = "microbatch";
-    headers[2] = "layer";
-    headers[3] = "planner";
-    for (int k = 0; k < N_PER_RECORD; k++)
-        headers[4 + k] = tsim_metric_names[per_record_metrics[k]];
-    headers[4 + N_PER_RECORD] = "plan_ns";
-    int ncols = 4 + N_PER_RECORD + (s->timing ? 1 : 0);
+    enum { ID_COLS = 4 };
+    int metrics[TSIM_M_COUNT];
+    const int n_metrics = per_record_columns(s, metrics);
+    const char *headers[ID_COLS + TSIM_M_COUNT] = {"record", "microbatch", "layer", "planner"};
+    for (int k = 0; k < n_metrics; k++)
+        headers[ID_COLS + k] = tsim_metric_names[metrics[k]];
+    const int ncols = ID_COLS + n_metrics;
     tsim_table t;
     if (tsim_table_init(&t, ncols, headers))
         return -1;
     for (int64_t r = 0; r < s->n_ids; r++) {
         for (int p = 0; p < s->n_planners; p++) {
-            char c[4 + N_PER_RECORD + 1][48];
+            char c[ID_COLS + TSIM_M_COUNT][48];
             snprintf(c[0], sizeof c[0], "%lld", (long long)s->ids[r].index);
             snprintf(c[1], sizeof c[1], "%lld", (long long)s->ids[r].microbatch);
             snprintf(c[2], sizeof c[2], "%lld", (long long)s->ids[r].layer);
             snprintf(c[3], sizeof c[3], "%s", s->planners[p].label);
-            for (int k = 0; k < N_PER_RECORD; k++) {
-                double v = s->results[p].metrics[per_record_metrics[k]].values[r];
-                snprintf(c[4 + k], sizeof c[4 + k], "%.10g", v);
+            for (int k = 0; k < n_metrics; k++) {
+                double v = s->results[p].metrics[metrics[k]].values[r];
+                snprintf(c[ID_COLS + k], sizeof c[0], metrics[k] == TSIM_M_PLAN_NS ? "%.0f" : "%.10g", v);
             }
-            snprintf(c[4 + N_PER_RECORD], sizeof c[0], "%.0f", s->results[p].metrics[TSIM_M_PLAN_NS].values[r]);
-            const char *cells[4 + N_PER_RECORD + 1];
+            const char *cells[ID_COLS + TSIM_M_COUNT];
             for (int k = 0; k < ncols; k++)
                 cells[k] = c[k];
             tsim_table_add_row(&t, cells);
@@ -231,6 +257,11 @@ int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     if (s->step_model_on && o->format == TSIM_FORMAT_MD)
         fputs("\nstep ms and speedup come from the step-time model: an estimate, not a measurement.\n", out);
+    if (s->rehoming && o->format == TSIM_FORMAT_MD)
+        fputs("\nrehomed intra/inter: experts whose home rank changed since the planner's previous record of the "
+              "layer (mean per record), within a node or across nodes; weight moves at a rebalance, not part of "
+              "weighted.\n",
+              out);
     if (o->per_record) {
         fputs("\n## per record\n\n", out);
         if (print_per_record(out, s, o->format))

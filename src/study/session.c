@@ -29,12 +29,17 @@ int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_nod
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
         goto fail;
     }
+    s->window = 1;
     for (int i = 0; i < n_planners; i++) {
         s->planners[i] = planners[i];
         s->planners[i].state = NULL;
         s->n_planners = i + 1;
         if ((rc = tsim_planner_start(&s->planners[i], &s->topo, err)))
             goto fail;
+        const tsim_planner_desc *d = s->planners[i].desc;
+        int w = d->window && d->plan_batch ? d->window(s->planners[i].state) : 1;
+        if (w > s->window)
+            s->window = w;
     }
     return TSIM_OK;
 fail:
@@ -53,6 +58,14 @@ void tsim_session_free(tsim_session *s)
             free(s->previous[i].placements);
         }
     }
+    for (int i = 0; s->queue && i < s->window; i++)
+        tsim_record_free(&s->queue[i]);
+    for (int i = 0; s->batch_plans && i < s->n_planners * s->window; i++)
+        tsim_plan_free(&s->batch_plans[i]);
+    free(s->queue);
+    free(s->queue_ptrs);
+    free(s->batch_plans);
+    free(s->batch_ns);
     free(s->previous);
     free(s->planners);
     free(s->results);
@@ -123,6 +136,163 @@ int tsim_session_set_previous(tsim_session *s, int planner, int64_t layer, const
     return previous_store(s, planner, layer, placement, err);
 }
 
+/* Plans rec with planner i into plan; *ns is the plan call's wall time. */
+static int plan_one(tsim_session *s, int i, const tsim_record *rec, tsim_plan *plan, double *ns, tsim_error *err)
+{
+    tsim_planner *p = &s->planners[i];
+    tsim_plan_reset(plan);
+    int64_t t0 = s->timing ? tsim_now_ns() : 0;
+    int rc = p->desc->plan(p->state, rec, plan, err);
+    int64_t t1 = s->timing ? tsim_now_ns() : 0;
+    if (rc) {
+        tsim_error_prefix(err, "planner '%s', record %lld", p->label, (long long)rec->index);
+        return rc;
+    }
+    *ns = (double)(t1 - t0);
+    return TSIM_OK;
+}
+
+/* Evaluates planner i's plan of rec and records its metrics. */
+static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan *plan, double plan_ns,
+                      tsim_error *err)
+{
+    tsim_planner *p = &s->planners[i];
+    tsim_metrics m;
+    const tsim_previous_placements *pp = &s->previous[i];
+    const int at = previous_find(pp, rec->layer);
+    const int32_t *previous = at >= 0 ? pp->placements + (size_t)at * (size_t)s->topo.experts : NULL;
+    int rc = tsim_evaluate_placed(&s->ev, rec, plan, previous, s->lambda_eval, p->label, &m, err);
+    if (rc) {
+        /* a plan from outside taotsim that breaks a rule is bad input, not a bug */
+        if (p->desc->external)
+            err->code = rc = TSIM_E_INPUT;
+        return rc;
+    }
+    if (tsim_plan_has_placement(plan)) {
+        s->rehoming = true;
+        if ((rc = previous_store(s, i, rec->layer, plan->placement, err)))
+            return rc;
+    } else if (previous && (rc = previous_store(s, i, rec->layer, NULL, err))) {
+        return rc;
+    }
+    m.v[TSIM_M_PLAN_NS] = plan_ns;
+    if (s->step_model_on) {
+        const int R = s->topo.ranks;
+        for (int r = 0; r < R; r++)
+            s->home_tokens[r] = s->ev.load_after[r] - s->ev.guest_tokens[r];
+        double step = tsim_step_time_ms(&s->step_model, R, s->home_tokens, s->ev.guest_tokens,
+                                        s->ev.guest_intra, s->ev.guest_inter);
+        double base = tsim_step_time_static_ms(&s->step_model, R, s->ev.load_before);
+        m.v[TSIM_M_STEP_MS] = step;
+        m.v[TSIM_M_SPEEDUP] = step > 0 ? base / step : 1.0;
+    }
+    tsim_planner_result *res = &s->results[i];
+    for (int k = 0; k < TSIM_M_COUNT; k++)
+        if (tsim_series_push(&res->metrics[k], m.v[k]))
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+        if (plan->notes & (1u << b))
+            res->note_records[b]++;
+    res->records++;
+    if (s->hook && (rc = s->hook(s->hook_ctx, s, i, rec, plan, &m, err)))
+        return rc;
+    return TSIM_OK;
+}
+
+static bool windowed(const tsim_session *s, int i)
+{
+    const tsim_planner_desc *d = s->planners[i].desc;
+    return d->window && d->plan_batch && d->window(s->planners[i].state) > 1;
+}
+
+/* The held-back records and the windowed planners' plans, allocated on the
+ * first record that is held back. */
+static int queue_alloc(tsim_session *s, tsim_error *err)
+{
+    const int W = s->window, n = s->n_planners;
+    s->queue = calloc((size_t)W, sizeof *s->queue);
+    s->queue_ptrs = calloc((size_t)W, sizeof *s->queue_ptrs);
+    s->batch_plans = calloc((size_t)n * (size_t)W, sizeof *s->batch_plans);
+    s->batch_ns = calloc((size_t)n, sizeof *s->batch_ns);
+    if (!s->queue || !s->queue_ptrs || !s->batch_plans || !s->batch_ns)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the pipeline");
+    const int R = s->topo.ranks, slots = s->topo.slots > 0 ? s->topo.slots : 1;
+    for (int k = 0; k < W; k++) {
+        if (tsim_record_alloc(&s->queue[k], R, s->topo.experts, err))
+            return TSIM_E_INTERNAL;
+        s->queue_ptrs[k] = &s->queue[k];
+    }
+    for (int i = 0; i < n; i++) {
+        if (!windowed(s, i))
+            continue;
+        for (int k = 0; k < W; k++)
+            if (tsim_plan_init(&s->batch_plans[(size_t)i * (size_t)W + (size_t)k], R, R * slots, err))
+                return TSIM_E_INTERNAL;
+    }
+    return TSIM_OK;
+}
+
+/* Plans and scores a record with every planner right away. */
+static int record_now(tsim_session *s, const tsim_record *rec, tsim_error *err)
+{
+    for (int i = 0; i < s->n_planners; i++) {
+        double ns = 0;
+        int rc = plan_one(s, i, rec, &s->plan, &ns, err);
+        if (rc == TSIM_OK)
+            rc = score_plan(s, i, rec, &s->plan, ns, err);
+        if (rc)
+            return rc;
+    }
+    return TSIM_OK;
+}
+
+int tsim_session_drain(tsim_session *s, tsim_error *err)
+{
+    const int n = s->queued, W = s->window;
+    s->queued = 0;
+    if (n == 0)
+        return TSIM_OK;
+    /* The windowed planners first, a batch each (the records in flight
+     * together); then every record in order, as record_now would. */
+    for (int i = 0; i < s->n_planners; i++) {
+        if (!windowed(s, i))
+            continue;
+        tsim_planner *p = &s->planners[i];
+        tsim_plan *plans = &s->batch_plans[(size_t)i * (size_t)W];
+        for (int k = 0; k < n; k++)
+            tsim_plan_reset(&plans[k]);
+        int64_t t0 = s->timing ? tsim_now_ns() : 0;
+        int rc = p->desc->plan_batch(p->state, s->queue_ptrs, n, plans, err);
+        int64_t t1 = s->timing ? tsim_now_ns() : 0;
+        if (rc) {
+            /* plan_batch names the record ("record N: ..."); the message
+             * reads as record_now's would */
+            char msg[TSIM_ERROR_MSG_MAX];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            snprintf(err->msg, sizeof err->msg, "planner '%s', %s", p->label, msg);
+            return rc;
+        }
+        s->batch_ns[i] = (double)(t1 - t0) / n;
+    }
+    for (int k = 0; k < n; k++) {
+        const tsim_record *rec = s->queue_ptrs[k];
+        for (int i = 0; i < s->n_planners; i++) {
+            int rc;
+            if (windowed(s, i)) {
+                rc = score_plan(s, i, rec, &s->batch_plans[(size_t)i * (size_t)W + (size_t)k], s->batch_ns[i], err);
+            } else {
+                double ns = 0;
+                rc = plan_one(s, i, rec, &s->plan, &ns, err);
+                if (rc == TSIM_OK)
+                    rc = score_plan(s, i, rec, &s->plan, ns, err);
+            }
+            if (rc)
+                return rc;
+        }
+    }
+    return TSIM_OK;
+}
+
 int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err)
 {
     if (s->keep_ids) {
@@ -136,52 +306,22 @@ int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err
         }
         s->ids[s->n_ids++] = (tsim_record_id){rec->index, rec->microbatch, rec->layer};
     }
-    for (int i = 0; i < s->n_planners; i++) {
-        tsim_planner *p = &s->planners[i];
-        tsim_plan_reset(&s->plan);
-        int64_t t0 = s->timing ? tsim_now_ns() : 0;
-        int rc = p->desc->plan(p->state, rec, &s->plan, err);
-        int64_t t1 = s->timing ? tsim_now_ns() : 0;
-        if (rc) {
-            tsim_error_prefix(err, "planner '%s', record %lld", p->label, (long long)rec->index);
-            return rc;
-        }
-        tsim_metrics m;
-        const tsim_previous_placements *pp = &s->previous[i];
-        const int at = previous_find(pp, rec->layer);
-        const int32_t *previous = at >= 0 ? pp->placements + (size_t)at * (size_t)s->topo.experts : NULL;
-        if ((rc = tsim_evaluate_placed(&s->ev, rec, &s->plan, previous, s->lambda_eval, p->label, &m, err)))
-            return rc;
-        if (tsim_plan_has_placement(&s->plan)) {
-            s->rehoming = true;
-            if ((rc = previous_store(s, i, rec->layer, s->plan.placement, err)))
-                return rc;
-        } else if (previous && (rc = previous_store(s, i, rec->layer, NULL, err))) {
-            return rc;
-        }
-        m.v[TSIM_M_PLAN_NS] = (double)(t1 - t0);
-        if (s->step_model_on) {
-            const int R = s->topo.ranks;
-            for (int r = 0; r < R; r++)
-                s->home_tokens[r] = s->ev.load_after[r] - s->ev.guest_tokens[r];
-            double step = tsim_step_time_ms(&s->step_model, R, s->home_tokens, s->ev.guest_tokens,
-                                            s->ev.guest_intra, s->ev.guest_inter);
-            double base = tsim_step_time_static_ms(&s->step_model, R, s->ev.load_before);
-            m.v[TSIM_M_STEP_MS] = step;
-            m.v[TSIM_M_SPEEDUP] = step > 0 ? base / step : 1.0;
-        }
-        tsim_planner_result *res = &s->results[i];
-        for (int k = 0; k < TSIM_M_COUNT; k++)
-            if (tsim_series_push(&res->metrics[k], m.v[k]))
-                return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-        for (int b = 0; b < TSIM_NOTE_KINDS; b++)
-            if (s->plan.notes & (1u << b))
-                res->note_records[b]++;
-        res->records++;
-        if (s->hook && (rc = s->hook(s->hook_ctx, s, i, rec, &s->plan, &m, err)))
+    if (!s->pipeline || s->window <= 1)
+        return record_now(s, rec, err);
+    if (!s->queue) {
+        int rc = queue_alloc(s, err);
+        if (rc)
             return rc;
     }
-    return TSIM_OK;
+    if (rec->ranks != s->topo.ranks || rec->experts != s->topo.experts)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "record %lld is %d x %d, topology is %d x %d",
+                              (long long)rec->index, rec->ranks, rec->experts, s->topo.ranks, s->topo.experts);
+    tsim_record *dst = &s->queue[s->queued++];
+    int64_t *counts = dst->counts;
+    *dst = *rec;
+    dst->counts = counts;
+    memcpy(counts, rec->counts, sizeof *counts * (size_t)rec->ranks * (size_t)rec->experts);
+    return s->queued == s->window ? tsim_session_drain(s, err) : TSIM_OK;
 }
 
 bool tsim_session_metric_on(const tsim_session *s, int metric)

@@ -63,6 +63,20 @@ typedef struct tsim_session {
     void *hook_ctx;
     tsim_previous_placements *previous; /* [n_planners] */
     bool rehoming;                /* some plan carried a placement: rehomed_* are reported */
+    /* Pipelining, for planners that ask for a window (external planners over
+     * a pipe). A caller that sets `pipeline` lets the session hold records
+     * back (copied) until it has `window` of them, hand them to those
+     * planners' plan_batch at once, and then score every record in order
+     * exactly as one by one; it must call tsim_session_drain after its last
+     * record. Without `pipeline`, or when no planner asks for a window,
+     * every record is planned and scored at once. */
+    bool pipeline;
+    int window;                   /* the largest window a planner asked for (1: none) */
+    int queued;                   /* records held back */
+    tsim_record *queue;           /* [window], own counts; allocated on first use */
+    const tsim_record **queue_ptrs;
+    tsim_plan *batch_plans;       /* [n_planners * window], for the windowed planners */
+    double *batch_ns;             /* [n_planners]: a batch's plan time per record */
 } tsim_session;
 
 /* Copies the topology (home included), starts every planner. */
@@ -70,8 +84,15 @@ int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_nod
                       const tsim_planner *planners, int n_planners, double lambda_eval, tsim_error *err);
 void tsim_session_free(tsim_session *s);
 
-/* Plans and scores one record with every planner. */
+/* Plans and scores one record with every planner (with `pipeline`, possibly
+ * later: see tsim_session_drain). */
 int tsim_session_record(tsim_session *s, const tsim_record *rec, tsim_error *err);
+
+/* Plans and scores the records held back for pipelined planners. Call after
+ * the last tsim_session_record when `pipeline` is set; harmless otherwise.
+ * A windowed planner's plan_ns is its batch's wall time divided evenly over
+ * the batch's records. */
+int tsim_session_drain(tsim_session *s, tsim_error *err);
 
 /* Sets the placement planner i is taken to have used for the previous record
  * of a layer (NULL: the static map), e.g. a test vector's prev_placement. */

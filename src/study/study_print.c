@@ -57,6 +57,41 @@ static int add_row(tsim_table *t, char (*c)[CELL], int n)
     return tsim_table_add_row(t, cells);
 }
 
+/* Whether some row re-homed experts: only then do the tables get rehomed
+ * columns (eplb.md 1.2), so studies without such a planner keep their bytes. */
+static bool any_rehomed(const tsim_study *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->rows[i].ok && s->rows[i].metric_on[TSIM_M_REHOMED_INTRA])
+            return true;
+    return false;
+}
+
+static void print_rehomed_note(FILE *out)
+{
+    fputs("\nrehomed intra/inter: experts whose home rank changed since the planner's previous record of the "
+          "layer (mean per record), within a node or across nodes; weight moves at a rebalance, not part of "
+          "weighted.\n",
+          out);
+}
+
+/* "the bundled synthetic traces (traces/README.md)", or the regime the traces
+ * were generated from (table1 on a regime, fit.h). */
+static void traces_phrase(char *buf, size_t n, const tsim_study *s)
+{
+    const cJSON *regime = cJSON_GetObjectItemCaseSensitive(s->params, "regime");
+    if (!cJSON_IsObject(regime)) {
+        snprintf(buf, n, "the bundled synthetic traces (traces/README.md)");
+        return;
+    }
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(regime, "name");
+    if (cJSON_IsString(name) && name->valuestring[0])
+        snprintf(buf, n, "synthetic traces generated from the regime '%s' (params.regime of the JSON output)",
+                 name->valuestring);
+    else
+        snprintf(buf, n, "synthetic traces generated from an unnamed regime (params.regime of the JSON output)");
+}
+
 static void print_notes(FILE *out, const tsim_study *s)
 {
     for (int i = 0; i < s->n; i++) {
@@ -114,14 +149,18 @@ static int print_csv(FILE *out, const tsim_study *s)
 
 static int print_table1(FILE *out, const tsim_study *s, bool show_std)
 {
-    const char *h[] = {"EP",    "init",  "measured init %", "method", "improve pp", "paper", "Δ",
-                       "weighted", "paper", "Δ", "intra", "paper", "Δ", "inter", "paper", "Δ"};
+    /* The last two only when some row re-homed. */
+    const char *h[] = {"EP",    "init",  "measured init %", "method", "improve pp", "paper",
+                       "Δ",     "weighted", "paper", "Δ", "intra", "paper", "Δ", "inter", "paper", "Δ",
+                       "rehomed intra", "rehomed inter"};
+    const bool rehomed = any_rehomed(s);
+    const int ncols = rehomed ? 18 : 16;
     tsim_table t;
-    if (tsim_table_init(&t, 16, h))
+    if (tsim_table_init(&t, ncols, h))
         return -1;
     for (int i = 0; i < s->n; i++) {
         const tsim_study_row *r = &s->rows[i];
-        char c[16][CELL];
+        char c[18][CELL];
         snprintf(c[0], CELL, "%d", r->ep);
         snprintf(c[1], CELL, "%d%%", (int)lround(r->imbalance * 100));
         snprintf(c[3], CELL, "%s", r->planner);
@@ -133,7 +172,11 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
             snprintf(c[2], CELL, "-");
             for (int k = 4; k < 16; k++)
                 snprintf(c[k], CELL, k % 3 == 1 ? "n/a" : "");
+            snprintf(c[16], CELL, "n/a");
+            snprintf(c[17], CELL, "n/a");
         } else {
+            ours(c[16], &r->metrics[TSIM_M_REHOMED_INTRA], 1.0, 1, show_std);
+            ours(c[17], &r->metrics[TSIM_M_REHOMED_INTER], 1.0, 1, show_std);
             num(c[2], 100 * r->metrics[TSIM_M_RHO_BEFORE].mean, 1);
             for (int q = 0; q < 4; q++) {
                 int dec = q == 0 ? 1 : 1;
@@ -147,7 +190,7 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
                 }
             }
         }
-        add_row(&t, c, 16);
+        add_row(&t, c, ncols);
     }
     fprintf(out, "# Table 1: ours vs the paper (improvement pp / weighted / intra / inter, means over records)\n\n");
     tsim_table_print(&t, out, TSIM_FORMAT_MD);
@@ -172,8 +215,12 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
                 snprintf(c[3], CELL, "none");
             cheaper_when(c[4], ls, cJSON_GetObjectItem(j, "a_cheaper_when")->valuestring);
             const cJSON *pl = cJSON_GetObjectItem(j, "paper_lambda_star");
+            tsim_paper_cell unused;
             if (cJSON_IsNumber(pl))
                 num(c[5], pl->valuedouble, 2);
+            else if (!tsim_paper_table1(cJSON_GetObjectItem(j, "ep")->valueint,
+                                        cJSON_GetObjectItem(j, "imbalance")->valuedouble, c[2], &unused))
+                snprintf(c[5], CELL, "-"); /* the paper has no such method (eplb, a relabelled planner) */
             else
                 snprintf(c[5], CELL, "none");
             add_row(&t, c, 6);
@@ -182,9 +229,14 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
         tsim_table_print(&t, out, TSIM_FORMAT_MD);
         tsim_table_free(&t);
     }
-    fprintf(out, "\nPaper: TAOT (arXiv 2608.03676) Table 1, Qwen3-30B-A3B traces that are not published. Ours: "
-                 "the bundled synthetic traces (traces/README.md), so the numbers are comparable in regime, "
-                 "not identical. Δ = ours - paper.\n");
+    if (rehomed)
+        print_rehomed_note(out);
+    char traces[160];
+    traces_phrase(traces, sizeof traces, s);
+    fprintf(out,
+            "\nPaper: TAOT (arXiv 2608.03676) Table 1, Qwen3-30B-A3B traces that are not published. Ours: "
+            "%s, so the numbers are comparable in regime, not identical. Δ = ours - paper.\n",
+            traces);
     return 0;
 }
 
@@ -244,15 +296,21 @@ static int print_sweep(FILE *out, const tsim_study *s)
         if (!seen && nle < TSIM_STUDY_LIST_MAX)
             les[nle++] = r->lambda_eval;
     }
+    const bool rehomed = any_rehomed(s);
     fprintf(out, "# λ sweep: weighted cost (intra + λ_eval·inter, mean per record)\n");
     for (int a = 0; a < nlp; a++) {
-        const char *h[4 + TSIM_STUDY_LIST_MAX];
+        const char *h[6 + TSIM_STUDY_LIST_MAX];
         char hb[TSIM_STUDY_LIST_MAX][32];
         h[0] = "planner";
         h[1] = "rho after %";
         h[2] = "intra";
         h[3] = "inter";
         int nh = 4;
+        if (rehomed) {
+            h[nh++] = "rehomed intra";
+            h[nh++] = "rehomed inter";
+        }
+        const int first_eval = nh;
         for (int e = 0; e < nle && nh < 28; e++) {
             snprintf(hb[e], sizeof hb[e], "λ_eval=%g", les[e]);
             h[nh++] = hb[e];
@@ -276,10 +334,15 @@ static int print_sweep(FILE *out, const tsim_study *s)
             num(c[1], 100 * r->metrics[TSIM_M_RHO_AFTER].mean, 2);
             num(c[2], r->metrics[TSIM_M_INTRA].mean, 2);
             num(c[3], r->metrics[TSIM_M_INTER].mean, 2);
-            int col = 4;
+            if (rehomed) {
+                num(c[4], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
+                num(c[5], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);
+            }
+            int col = first_eval;
             for (int k = 0; k < s->n && col < nh; k++) {
                 const tsim_study_row *q = &s->rows[k];
-                if (q->lambda_plan == lps[a] && strcmp(q->planner, r->planner) == 0 && q->lambda_eval == les[col - 4]) {
+                if (q->lambda_plan == lps[a] && strcmp(q->planner, r->planner) == 0 &&
+                    q->lambda_eval == les[col - first_eval]) {
                     num(c[col], q->metrics[TSIM_M_WEIGHTED].mean, 2);
                     col++;
                     k = -1; /* next lambda_eval: search again from the start */
@@ -316,6 +379,8 @@ static int print_sweep(FILE *out, const tsim_study *s)
         tsim_table_print(&t, out, TSIM_FORMAT_MD);
         tsim_table_free(&t);
     }
+    if (rehomed)
+        print_rehomed_note(out);
     return 0;
 }
 
@@ -324,6 +389,7 @@ static int print_scaling(FILE *out, const tsim_study *s)
     static const char *const axes[3] = {"ep", "imbalance", "slots"};
     static const char *const titles[3] = {"EP size", "initial imbalance", "guest slots per rank K"};
     bool timing = false, step = false;
+    const bool rehomed = any_rehomed(s);
     for (int i = 0; i < s->n; i++)
         if (s->rows[i].ok) {
             timing |= s->rows[i].metric_on[TSIM_M_PLAN_NS];
@@ -331,8 +397,12 @@ static int print_scaling(FILE *out, const tsim_study *s)
         }
     fprintf(out, "# Scaling: one axis at a time around the base point (generated traces)\n");
     for (int a = 0; a < 3; a++) {
-        const char *h[12] = {"EP", "init", "K", "planner", "rho before %", "rho after %", "intra", "inter", "weighted"};
+        const char *h[14] = {"EP", "init", "K", "planner", "rho before %", "rho after %", "intra", "inter", "weighted"};
         int nh = 9;
+        if (rehomed) {
+            h[nh++] = "rehomed intra";
+            h[nh++] = "rehomed inter";
+        }
         if (timing)
             h[nh++] = "plan us p50";
         if (step) {
@@ -347,7 +417,7 @@ static int print_scaling(FILE *out, const tsim_study *s)
             const tsim_study_row *r = &s->rows[i];
             if (!r->axis || strcmp(r->axis, axes[a]) != 0)
                 continue;
-            char c[12][CELL];
+            char c[14][CELL];
             snprintf(c[0], CELL, "%d", r->ep);
             snprintf(c[1], CELL, "%d%%", (int)lround(r->imbalance * 100));
             snprintf(c[2], CELL, "%d", r->slots);
@@ -362,6 +432,10 @@ static int print_scaling(FILE *out, const tsim_study *s)
                 num(c[7], r->metrics[TSIM_M_INTER].mean, 2);
                 num(c[8], r->metrics[TSIM_M_WEIGHTED].mean, 2);
                 int k = 9;
+                if (rehomed) {
+                    num(c[k++], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
+                    num(c[k++], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);
+                }
                 if (timing)
                     num(c[k++], r->metrics[TSIM_M_PLAN_NS].p50 / 1000.0, 1);
                 if (step) {
@@ -382,6 +456,8 @@ static int print_scaling(FILE *out, const tsim_study *s)
         }
         tsim_table_free(&t);
     }
+    if (rehomed)
+        print_rehomed_note(out);
     if (step)
         fprintf(out, "\nspeedup (model) is the step-time model's estimate over plain EP for one MoE layer "
                      "(forward + backward); the paper's speedups are measured end to end in real training "

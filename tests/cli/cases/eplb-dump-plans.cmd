@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners eplb --dump-plans $TMP/plans.jsonl > /dev/null && wc -l < $TMP/plans.jsonl && grep -o "\"placement\":[^]]*],\"rehomed_intra\":[0-9]*,\"rehomed_inter\":[0-9]*" $TMP/plans.jsonl && sed -n 3p $TMP/plans.jsonl

@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners taot,eplb,lplb-r=lplb:--lplb-rehome=eplb

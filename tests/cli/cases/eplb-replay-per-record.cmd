@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners eplb,lplb-r=lplb:--lplb-rehome=eplb --per-record --format csv 2>/dev/null && $TAOTSIM replay traces/tiny-4rank.json --planners eplb --eplb-interval 1 --per-record

@@ -1,0 +1,1 @@
+E=${TSIM_EXAMPLE_PLANNERS:-build/examples/planners}; for w in 1 64; do $TAOTSIM bench --planners "g=exec:$E/greedy,so=plugin:$E/libgreedy_plugin.so" --shapes 8:32:2,32:128:2 --records 300 --exec-window $w --format csv | cut -d, -f1-5,9-; done

@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners "b=exec:./no-such-planner --fast" -o $TMP/out.md 2>$TMP/err; s=$?; sed 's/^\[b\] .*no-such-planner.*/[b] (the shell says it cannot find the command)/' $TMP/err; test -e $TMP/out.md && echo "output written"; exit $s

@@ -1,0 +1,1 @@
+E=${TSIM_EXAMPLE_PLANNERS:-build/examples/planners}; $TAOTSIM replay traces/ep16-imb50.jsonl.gz --planners "echo,g=exec:$E/greedy" --fail-if 'g.rho_after.mean > echo.rho_after.mean' -o $TMP/out.md; s=$?; test -e $TMP/out.md && echo "output written"; exit $s

@@ -1,0 +1,1 @@
+E=${TSIM_EXAMPLE_PLANNERS:-build/examples/planners}; a=$($TAOTSIM sweep traces/ep16-imb50.jsonl.gz --planners "echo,g=exec:$E/greedy" --lambda-plan 1,2,3,5 --lambda-eval 1,3 -j 1); b=$($TAOTSIM sweep traces/ep16-imb50.jsonl.gz --planners "echo,g=exec:$E/greedy" --lambda-plan 1,2,3,5 --lambda-eval 1,3 -j 4); [ "$a" = "$b" ] && echo "-j 1 and -j 4 give the same bytes"; echo "$b"

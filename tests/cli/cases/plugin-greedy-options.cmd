@@ -1,0 +1,1 @@
+E=${TSIM_EXAMPLE_PLANNERS:-build/examples/planners}; $TAOTSIM replay traces/ep32-imb70.jsonl.gz --planners "half=plugin:$E/libgreedy_plugin.so,third=plugin:$E/libgreedy_plugin.so,quarter=plugin:$E/libgreedy_plugin.so:--divisor=4,c3=exec:$E/greedy" --third-divisor=3 --c3-divisor=3

@@ -1,0 +1,1 @@
+E=${TSIM_EXAMPLE_PLANNERS:-build/examples/planners}; $TAOTSIM replay traces/tiny-4rank.json --planners "g=plugin:$E/libgreedy_plugin.so" --g-divide=3 2>$TMP/err; s=$?; sed "s#$E#EXAMPLES#g" $TMP/err; exit $s

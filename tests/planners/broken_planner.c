@@ -1,0 +1,137 @@
+/* A deliberately broken exec planner for the protocol tests (issue 12): each
+ * MODE breaks the protocol one way. `broken_planner MODE PIDFILE` writes its
+ * pid (and a grandchild's, for hang-with-child) to PIDFILE first, so a test
+ * can check that taotsim left no process behind ("options" appends the
+ * handshake line it received there). Plans, where it makes any,
+ * are empty or put expert 0 (home rank 0 in the test traces) somewhere. */
+#define _POSIX_C_SOURCE 200809L
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+static long long request_id(const char *line)
+{
+    const char *at = strstr(line, "\"id\":");
+    return at ? strtoll(at + 5, NULL, 10) : -1;
+}
+
+static void sleep_forever(void)
+{
+    for (;;)
+        pause();
+}
+
+static void answer_empty(long long id)
+{
+    printf("{\"id\":%lld,\"replicas\":[],\"alloc\":[]}\n", id);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: broken_planner MODE PIDFILE\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    FILE *pf = fopen(argv[2], "w");
+    if (!pf)
+        return 2;
+    fprintf(pf, "%ld\n", (long)getpid());
+    if (strcmp(mode, "hang-with-child") == 0) {
+        pid_t child = fork();
+        if (child == 0)
+            sleep_forever();
+        fprintf(pf, "%ld\n", (long)child);
+    }
+    fclose(pf);
+
+    if (strcmp(mode, "stdout-before-handshake") == 0) {
+        printf("hello from the planner\n");
+        fflush(stdout);
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    if (getline(&line, &cap, stdin) < 0)
+        return 1;
+    if (strcmp(mode, "decline") == 0) {
+        printf("{\"ok\":false,\"error\":\"this planner needs at least 8 ranks\"}\n");
+        return 0;
+    }
+    if (strcmp(mode, "bad-version") == 0) {
+        printf("{\"ok\":true,\"version\":2}\n");
+        return 0;
+    }
+    if (strcmp(mode, "hang-handshake") == 0)
+        sleep_forever();
+    printf("{\"ok\":true,\"name\":\"broken-%s\"}\n", mode);
+    fflush(stdout);
+    if (strcmp(mode, "options") == 0) { /* the handshake, for the tests to read */
+        FILE *f = fopen(argv[2], "a");
+        if (f) {
+            fputs(line, f);
+            fclose(f);
+        }
+    }
+
+    long long held = -1;
+    for (int n = 0; getline(&line, &cap, stdin) > 0; n++) {
+        long long id = request_id(line);
+        if (strcmp(mode, "garbage") == 0) {
+            printf("this is not json\n");
+        } else if (strcmp(mode, "wrong-id") == 0) {
+            printf("{\"id\":%lld,\"replicas\":[],\"alloc\":[]}\n", id + 100);
+        } else if (strcmp(mode, "twice") == 0) {
+            answer_empty(id);
+            answer_empty(id);
+        } else if (strcmp(mode, "invalid-plan") == 0) {
+            printf("{\"id\":%lld,\"replicas\":[[0,0,0,5]],\"alloc\":[[1,0,0,0,5]]}\n", id);
+        } else if (strcmp(mode, "overdraw") == 0) {
+            printf("{\"id\":%lld,\"replicas\":[[0,3,0,5]],\"alloc\":[[1,0,3,0,1000000]]}\n", id);
+        } else if (strcmp(mode, "bad-row") == 0) {
+            printf("{\"id\":%lld,\"replicas\":[[0,3,0]],\"alloc\":[]}\n", id);
+        } else if (strcmp(mode, "exit-early") == 0) {
+            if (n == 2)
+                return 3;
+            answer_empty(id);
+        } else if (strcmp(mode, "crash") == 0) {
+            if (n == 1)
+                raise(SIGSEGV);
+            answer_empty(id);
+        } else if (strcmp(mode, "hang") == 0 || strcmp(mode, "hang-with-child") == 0) {
+            sleep_forever();
+        } else if (strcmp(mode, "huge-line") == 0) {
+            for (long i = 0; i < 64L * 1024 * 1024; i++)
+                putchar(' ');
+            putchar('\n');
+        } else if (strcmp(mode, "error-answer") == 0) {
+            printf("{\"id\":%lld,\"error\":\"out of memory on the planner's GPU\"}\n", id);
+        } else if (strcmp(mode, "reverse") == 0) {
+            /* answers in pairs, the later record first: ids must be matched */
+            if (held < 0) {
+                held = id;
+                continue;
+            }
+            answer_empty(id);
+            answer_empty(held);
+            held = -1;
+        } else if (strcmp(mode, "stderr") == 0) {
+            fprintf(stderr, "planning record %lld\n", id);
+            fflush(stderr);
+            answer_empty(id);
+        } else {
+            answer_empty(id); /* ignore-eof, exit-status, options: valid answers */
+        }
+        fflush(stdout);
+    }
+    if (held >= 0)
+        answer_empty(held);
+    if (strcmp(mode, "ignore-eof") == 0)
+        sleep_forever();
+    free(line);
+    return strcmp(mode, "exit-status") == 0 ? 4 : 0;
+}
