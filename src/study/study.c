@@ -153,6 +153,17 @@ int tsim_study_check_gates(const tsim_study *s, const char *const *gates, int n,
     return status;
 }
 
+static double param_or(const tsim_study *s, const char *key, double fallback)
+{
+    const cJSON *j = s->params ? cJSON_GetObjectItemCaseSensitive(s->params, key) : NULL;
+    return cJSON_IsNumber(j) ? j->valuedouble : fallback;
+}
+
+bool tsim_study_paper_comparable(const tsim_study *s)
+{
+    return param_or(s, "slots", 2) == 2 && param_or(s, "lambda_plan", 3) == 3 && param_or(s, "lambda_eval", 3) == 3;
+}
+
 cJSON *tsim_study_json(const tsim_study *s)
 {
     cJSON *root = tsim_result_json_new();
@@ -203,7 +214,8 @@ cJSON *tsim_study_json(const tsim_study *s)
         tsim_paper_cell pc;
         tsim_paper_ablation pa;
         double speed;
-        if (strcmp(s->study, "table1") == 0 && tsim_paper_table1(r->ep, r->imbalance, r->planner, &pc)) {
+        if (strcmp(s->study, "table1") == 0 && tsim_study_paper_comparable(s) &&
+            tsim_paper_table1(r->ep, r->imbalance, r->planner, &pc)) {
             cJSON *p = cJSON_AddObjectToObject(j, "paper");
             cJSON_AddNumberToObject(p, "improve_pp", pc.improve_pp);
             cJSON_AddNumberToObject(p, "weighted", pc.weighted);

@@ -41,6 +41,12 @@ typedef struct {
     int n, cap;
     struct cJSON *params; /* study parameters for the JSON output (owned) */
     struct cJSON *extra;  /* study-specific top-level fields, e.g. break_even (owned object) */
+    /* The grid behind the rows (--shard and taotsim merge): `points` grid
+     * points of rows_per_point rows each. A partial study (shard_count > 0,
+     * from --shard I/N) holds only the rows of points I, I+N, ..., as the
+     * grid made them, before tsim_study_finish. */
+    int points, rows_per_point;
+    int shard_index, shard_count;
 } tsim_study;
 
 void tsim_study_init(tsim_study *s, const char *name);
@@ -63,5 +69,9 @@ int tsim_study_check_gates(const tsim_study *s, const char *const *gates, int n,
 
 /* The JSON result: tool, version, command, study, params, results[], extra fields. */
 struct cJSON *tsim_study_json(const tsim_study *s);
+
+/* Table 1's paper values hold for K = 2 and lambda = 3 only: true when the
+ * study ran at those (its params), so they may stand beside ours. */
+bool tsim_study_paper_comparable(const tsim_study *s);
 
 #endif

@@ -1,0 +1,1 @@
+$TAOTSIM table1 --planners taot,echo --lambda 7 | tail -4
