@@ -222,7 +222,9 @@ smoke_mode() {
 
 missing=""
 for cmd in replay sweep; do
-    "$bin" "$cmd" --help 2>/dev/null | grep -q -- --shard || missing="$missing '$cmd --shard'"
+    # grep reads all of the help: -q would quit at the match and the writer die of
+    # SIGPIPE, which pipefail reports as a failure
+    "$bin" "$cmd" --help 2>/dev/null | grep -- --shard >/dev/null || missing="$missing '$cmd --shard'"
 done
 "$bin" merge --help >/dev/null 2>&1 || missing="$missing 'merge'"
 if [ -z "$missing" ]; then

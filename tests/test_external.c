@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "external.h"
@@ -397,6 +400,75 @@ Test(exec, the_handshake_carries_topology_and_label_options, .init = setup, .fin
     unlink(pidfile);
     run_free(&r);
     trace_free(&t);
+}
+
+/* The reader takes any valid JSON the protocol allows, and refuses numbers
+ * that are not integers. */
+Test(exec, answers_may_use_all_of_json, .init = setup, .fini = teardown)
+{
+    trace_records t;
+    trace_load(&t, "tiny-4rank.json");
+    char spec[4096], pidfile[256];
+    broken_spec(spec, sizeof spec, "odd-valid", pidfile, sizeof pidfile);
+    run_result r = run_specs(spec, &t, true);
+    cr_assert_eq(r.rc, TSIM_OK, "%s", r.msg);
+    int plans = 0;
+    for (const char *at = r.log.text; (at = strstr(at, ": [0,3,0,2] 1:2\n")); at++)
+        plans++;
+    cr_assert_eq(plans, t.n, "every record's plan read whole:\n%s", r.log.text);
+    run_free(&r);
+    broken_spec(spec, sizeof spec, "fraction", pidfile, sizeof pidfile);
+    r = run_specs(spec, &t, true);
+    cr_assert_eq(r.rc, TSIM_E_INPUT);
+    cr_assert_str_eq(r.msg, "planner 'b', record 0: alloc[0] is not [source, expert, guest, slot, tokens] (5 integers)");
+    run_free(&r);
+    broken_spec(spec, sizeof spec, "error-escaped", pidfile, sizeof pidfile);
+    r = run_specs(spec, &t, false);
+    cr_assert_eq(r.rc, TSIM_E_INPUT);
+    cr_assert_str_eq(r.msg, "planner 'b', record 0: the planner answered with an error: bad \"input\" second line ?");
+    assert_no_process_left(pidfile);
+    unlink(pidfile);
+    run_free(&r);
+    trace_free(&t);
+}
+
+/* A signal that ends taotsim ends its planners too (signals.c kills their
+ * process groups). The test process adopts the orphans to see them die. */
+Test(exec, a_signal_takes_the_planners_along, .timeout = 60)
+{
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    char pidfile[256], cmd[8192];
+    snprintf(pidfile, sizeof pidfile, "/tmp/tsim-signal-%ld.pid", (long)getpid());
+    unlink(pidfile);
+    snprintf(cmd, sizeof cmd,
+             "\"%s\" replay \"%s/traces/tiny-4rank.json\" --planners 'b=exec:%s/broken_planner hang-with-child %s' "
+             "--exec-timeout 60 -o %s.md 2>/dev/null & pid=$!; i=0; "
+             "while [ $(wc -l < %s 2>/dev/null || echo 0) -lt 2 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; "
+             "sleep 0.2; kill -TERM $pid; wait $pid",
+             env_dir("TAOTSIM"), env_dir("TSIM_SOURCE_ROOT"), env_dir("TSIM_TEST_PLANNERS"), pidfile, pidfile, pidfile);
+    int status = system(cmd);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 143, "taotsim: status %d", status);
+    FILE *f = fopen(pidfile, "r");
+    cr_assert(f);
+    long pid;
+    int seen = 0;
+    while (fscanf(f, "%ld\n", &pid) == 1) {
+        seen++;
+        /* killed, it becomes our zombie (we adopted it): reap it, then it is gone */
+        bool reaped = false;
+        for (int i = 0; i < 200 && !reaped; i++) {
+            reaped = waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+            if (!reaped)
+                nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+        }
+        cr_assert(reaped, "planner process %ld outlived taotsim", pid);
+    }
+    fclose(f);
+    cr_assert_eq(seen, 2);
+    char out[300];
+    snprintf(out, sizeof out, "%s.md", pidfile);
+    cr_assert(access(out, F_OK) != 0, "no output after a signal");
+    unlink(pidfile);
 }
 
 /* ---- the examples against each other ------------------------------------------------ */

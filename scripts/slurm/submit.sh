@@ -77,7 +77,8 @@ fi
 [ -x "$taotsim" ] || die "taotsim '$taotsim' is not an executable file (use --taotsim)"
 taotsim=$(realpath "$taotsim")
 # Fail here, not in N queued jobs, when the command cannot be sharded.
-"$taotsim" "$1" --help 2>/dev/null | grep -q -- --shard ||
+# (all of the help through grep: with -q the writer could die of SIGPIPE under pipefail)
+"$taotsim" "$1" --help 2>/dev/null | grep -- --shard >/dev/null ||
     die "'taotsim $1' has no --shard option"
 
 out=$(realpath -m "$out")

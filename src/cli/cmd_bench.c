@@ -10,6 +10,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "evaluate.h"
+#include "external.h"
 #include "options.h"
 #include "parse.h"
 #include "planner.h"
@@ -63,6 +64,7 @@ static void bench_help(void)
            "\n",
            TOKENS_PER_RANK, TOP_K, DEFAULT_RECORDS, WARMUP_RECORDS, TSIM_TAOT_GPU_DEFAULT_BATCH);
     tsim_planner_options_help(stdout);
+    tsim_external_help(stdout);
 }
 
 /* ------------------------------------------------------------------------- */

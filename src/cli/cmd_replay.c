@@ -9,11 +9,13 @@
 #include "external.h"
 #include "options.h"
 #include "failif.h"
+#include "merge.h"
 #include "outfile.h"
 #include "parse.h"
 #include "planner.h"
 #include "registry.h"
 #include "replay_output.h"
+#include "shard_cli.h"
 #include "report.h"
 #include "session.h"
 #include "study.h"
@@ -52,15 +54,27 @@ static void replay_help(void)
            "                       (names PLANNER.METRIC.STAT; repeatable)\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result to FILE atomically (default stdout)\n"
+           "  -j, --jobs N         plan on N threads (default 1); output identical for any N\n"
+           "  --shard I/N          run shard I (from 0) of N and write its partial result (JSON)\n"
+           "                       for 'taotsim merge'; see below\n"
            "  -h, --help           this help\n"
            "\n"
            "Memory stays flat on long traces: past %d records (unless --per-record\n"
            "is given) the metrics are summarised as they stream by. mean, std, min\n"
            "and max stay exact; p50 and p95 then come from a histogram and are\n"
            "within 1%% of the exact value (exact for small integers).\n"
+           "\n"
+           "--shard I/N: shard I plans the I-th of N contiguous record ranges with the\n"
+           "planners that remember nothing between records, and whole layers with those\n"
+           "that do (LPLB's prev history, EPLB's window: layer d goes to shard\n"
+           "(d + planner) mod N), so every plan is the unsharded one. It reads the trace\n"
+           "twice (a count, then the records). 'taotsim merge' then prints the same bytes\n"
+           "as one run when the run keeps per-record values (up to %d records, or\n"
+           "--per-record); beyond, mean and std may differ in the last digits.\n"
            "\n",
-           TSIM_SESSION_EXACT_RECORDS);
+           TSIM_SESSION_EXACT_RECORDS, TSIM_SESSION_EXACT_RECORDS);
     tsim_planner_options_help(stdout);
+    tsim_external_help(stdout);
     fputs("\n" TSIM_STEP_MODEL_HELP, stdout);
 }
 
@@ -133,7 +147,7 @@ static int check_gates(const tsim_session *s, const char *const *gates, int n)
 enum {
     OPT_PLANNERS = 1, OPT_SLOTS, OPT_LAMBDA_EVAL, OPT_LAMBDA, OPT_EP, OPT_RPN, OPT_RANKS_PER_NODE, OPT_DATASET,
     OPT_PER_RECORD, OPT_TIMING, OPT_STEP_MODEL, OPT_FAIL_IF, OPT_DUMP_PLANS, OPT_FORMAT, OPT_OUTPUT,
-    OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR,
+    OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_JOBS, OPT_SHARD,
 };
 
 static const tsim_cli_option replay_options[] = {
@@ -155,6 +169,8 @@ static const tsim_cli_option replay_options[] = {
     {"block", 0, true, OPT_BLOCK},
     {"experts", 0, true, OPT_EXPERTS},
     {"tensor", 0, true, OPT_TENSOR},
+    {"jobs", 'j', true, OPT_JOBS},
+    {"shard", 0, true, OPT_SHARD},
     {0},
 };
 
@@ -171,6 +187,9 @@ typedef struct {
     double lambda_eval;
     bool timing, step_model_on;
     tsim_step_model step_model;
+    int jobs;
+    tsim_shard shard;
+    bool format_given;
 } replay_args;
 
 static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
@@ -222,7 +241,12 @@ static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
         a->dump_path = val;
         return TSIM_OK;
     case OPT_FORMAT:
+        a->format_given = true;
         return tsim_format_parse(val, &a->oo.format, err);
+    case OPT_JOBS:
+        return tsim_parse_int(val, 1, 1024, &a->jobs, "--jobs", err);
+    case OPT_SHARD:
+        return tsim_shard_parse(val, &a->shard, err);
     case OPT_OUTPUT:
         a->out_path = val;
         return TSIM_OK;
@@ -260,19 +284,127 @@ static void print_reader_warnings(tsim_reader *r)
         fprintf(stderr, "taotsim replay: warning: %s\n", w);
 }
 
-int tsim_cmd_replay(int argc, char **argv)
+/* Parses a replay command line (argv[0] is "replay"). Returns 0,
+ * TSIM_CLI_HELP, or 2 after printing the usage error. */
+static int replay_parse(int argc, char **argv, replay_args *a)
+{
+    *a = (replay_args){.planners_arg = DEFAULT_PLANNERS, .oo = {.format = TSIM_FORMAT_MD}, .slots = 2,
+                       .lambda_eval = 3.0, .jobs = 1};
+    tsim_planner_options_default(&a->base);
+    tsim_step_model_default(&a->step_model);
+    const tsim_cli_parser parser = {
+        .cmd = "replay", .options = replay_options, .planner = &a->base, .step_model = &a->step_model,
+        .on_option = replay_option, .on_positional = replay_positional, .ctx = a,
+    };
+    return tsim_cli_parse(&parser, argc, argv);
+}
+
+int tsim_replay_config_parse(int argc, char **argv, tsim_replay_merge_config *out, tsim_error *err)
+{
+    replay_args a;
+    int parsed = replay_parse(argc, argv, &a);
+    if (parsed)
+        return tsim_error_set(err, TSIM_E_INPUT, "the shards' command line does not parse (see above)");
+    memset(out, 0, sizeof *out);
+    if (tsim_planner_list_parse(a.planners_arg, &a.base, out->planners, TSIM_MERGE_PLANNERS_MAX, &out->n_planners,
+                                err))
+        return TSIM_E_INPUT;
+    out->slots = a.slots;
+    out->lambda_eval = a.lambda_eval;
+    out->timing = a.timing;
+    out->step_model_on = a.step_model_on;
+    out->step_model = a.step_model;
+    out->per_record = a.oo.per_record;
+    return TSIM_OK;
+}
+
+/* Layers in order of first appearance (the dense numbers shards split
+ * layers by), kept sorted by layer id for lookup. */
+typedef struct {
+    int64_t *layer, *dense;
+    int64_t n, cap;
+} layer_order;
+
+static int64_t layer_order_find(const layer_order *lo, int64_t layer)
+{
+    int64_t a = 0, b = lo->n;
+    while (a < b) {
+        int64_t mid = a + (b - a) / 2;
+        if (lo->layer[mid] < layer)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a < lo->n && lo->layer[a] == layer ? a : -a - 1;
+}
+
+static int layer_order_add(layer_order *lo, int64_t layer, tsim_error *err)
+{
+    int64_t at = layer_order_find(lo, layer);
+    if (at >= 0)
+        return TSIM_OK;
+    at = -at - 1;
+    if (lo->n == lo->cap) {
+        int64_t cap = lo->cap ? 2 * lo->cap : 64;
+        int64_t *l = realloc(lo->layer, sizeof *l * (size_t)cap);
+        if (l)
+            lo->layer = l;
+        int64_t *d = l ? realloc(lo->dense, sizeof *d * (size_t)cap) : NULL;
+        if (!d)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the trace's layers");
+        lo->dense = d;
+        lo->cap = cap;
+    }
+    memmove(lo->layer + at + 1, lo->layer + at, sizeof *lo->layer * (size_t)(lo->n - at));
+    memmove(lo->dense + at + 1, lo->dense + at, sizeof *lo->dense * (size_t)(lo->n - at));
+    lo->layer[at] = layer;
+    lo->dense[at] = lo->n;
+    lo->n++;
+    return TSIM_OK;
+}
+
+/* A shard's first pass: the records in the trace and its layers' order. */
+static int count_records(const char *path, const tsim_read_options *ropts, int64_t *total, layer_order *lo,
+                         tsim_error *err)
+{
+    tsim_reader *r;
+    int rc = tsim_reader_open(&r, path, ropts, err);
+    if (rc)
+        return rc;
+    tsim_progress progress;
+    tsim_progress_start(&progress, "replay (counting records)");
+    for (;;) {
+        const tsim_record *rec;
+        int got = tsim_reader_next(r, &rec, err);
+        if (got == 0)
+            break;
+        if (got != 1) {
+            rc = got < 0 ? TSIM_E_INPUT : got;
+            break;
+        }
+        if ((rc = layer_order_add(lo, rec->layer, err)))
+            break;
+        int64_t done_bytes, total_bytes;
+        tsim_reader_progress(r, &done_bytes, &total_bytes);
+        tsim_progress_update(&progress, done_bytes, total_bytes);
+        /* warnings come out once, in the pass that plans */
+        while (tsim_reader_take_warning(r))
+            ;
+    }
+    tsim_progress_finish(&progress);
+    *total = tsim_reader_count(r);
+    tsim_reader_close(r);
+    return rc;
+}
+
+/* id_argv: the command line as typed (tsim_argv_identity), for a shard's
+ * partial result. */
+static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
 {
     const char *cmd = "replay";
     tsim_error err = {0};
-    replay_args a = {.planners_arg = DEFAULT_PLANNERS, .oo = {.format = TSIM_FORMAT_MD}, .slots = 2,
-                     .lambda_eval = 3.0};
-    tsim_planner_options_default(&a.base);
-    tsim_step_model_default(&a.step_model);
-    const tsim_cli_parser parser = {
-        .cmd = cmd, .options = replay_options, .planner = &a.base, .step_model = &a.step_model,
-        .on_option = replay_option, .on_positional = replay_positional, .ctx = &a,
-    };
-    int parsed = tsim_cli_parse(&parser, argc, argv);
+    replay_args a;
+    int parsed = replay_parse(argc, argv, &a);
     if (parsed == TSIM_CLI_HELP) {
         replay_help();
         return 0;
@@ -289,8 +421,20 @@ int tsim_cmd_replay(int argc, char **argv)
     const double lambda_eval = a.lambda_eval;
     const bool timing = a.timing, step_model_on = a.step_model_on;
     const tsim_step_model step_model = a.step_model;
+    const bool sharded = a.shard.count > 0;
     if (!path)
         return tsim_cli_usage_error(cmd, "missing trace FILE");
+    if (sharded) {
+        /* A shard's output is the partial result merge reads; what only the
+         * whole result can say goes on the merge. */
+        if (a.format_given && oo.format != TSIM_FORMAT_JSON)
+            return tsim_cli_usage_error(cmd, "--shard writes a partial result (JSON) for 'taotsim merge': "
+                                             "give --format md|csv to the merge");
+        if (n_gates)
+            return tsim_cli_usage_error(cmd, "--fail-if goes on 'taotsim merge', which sees the whole result");
+        if (dump_path)
+            return tsim_cli_usage_error(cmd, "--dump-plans does not combine with --shard");
+    }
 
     tsim_planner planners[MAX_PLANNERS];
     int n_planners = 0;
@@ -307,9 +451,22 @@ int tsim_cmd_replay(int argc, char **argv)
             return tsim_cli_fail(cmd, &err);
     }
 
-    tsim_reader *reader = NULL;
-    if (tsim_reader_open(&reader, path, &ropts, &err))
+    /* A shard needs the record count for its range, and the layers' order
+     * for the planners that take whole layers. */
+    layer_order layers = {0};
+    int64_t total = 0;
+    if (sharded && count_records(path, &ropts, &total, &layers, &err)) {
+        free(layers.layer);
+        free(layers.dense);
         return tsim_cli_fail(cmd, &err);
+    }
+
+    tsim_reader *reader = NULL;
+    if (tsim_reader_open(&reader, path, &ropts, &err)) {
+        free(layers.layer);
+        free(layers.dense);
+        return tsim_cli_fail(cmd, &err);
+    }
     const tsim_trace_header *h = tsim_reader_header(reader);
     if (tsim_reader_rebucketed(reader))
         fprintf(stderr, "taotsim replay: %s: rebucketed to EP %d (per-expert totals kept, sources split evenly)\n",
@@ -335,6 +492,8 @@ int tsim_cmd_replay(int argc, char **argv)
     }
     if (init_rc) {
         tsim_reader_close(reader);
+        free(layers.layer);
+        free(layers.dense);
         return tsim_cli_fail(cmd, &err);
     }
     tsim_planner_report_fallbacks(s.planners, s.n_planners, stderr);
@@ -342,6 +501,10 @@ int tsim_cmd_replay(int argc, char **argv)
     s.step_model_on = step_model_on;
     s.step_model = step_model;
     s.keep_ids = oo.per_record;
+    /* A shard keeps its per-record values when the whole run would, so the
+     * merge can put them back in record order. */
+    const bool keep_values = oo.per_record || total <= TSIM_SESSION_EXACT_RECORDS;
+    s.keep_indices = sharded && keep_values;
     /* Flat memory however long the trace: past TSIM_SESSION_EXACT_RECORDS
      * records (and without --per-record) the metric series switch to the
      * bounded summary of stats.h; shorter replays keep every value and print
@@ -351,6 +514,7 @@ int tsim_cmd_replay(int argc, char **argv)
     replay_hook_ctx hctx = {.trace_path = path, .home = h->home};
     int status = TSIM_OK;
     tsim_outfile out = {0};
+    tsim_session_jobs *jobs = NULL;
     if (dump_path) {
         if (tsim_outfile_open(&hctx.dump, dump_path, &err)) {
             status = tsim_cli_fail(cmd, &err);
@@ -361,9 +525,26 @@ int tsim_cmd_replay(int argc, char **argv)
     s.hook = dump_hook;
     s.hook_ctx = &hctx;
 
+    /* -j and shards plan through the threaded path (one thread with -j 1). */
+    if ((a.jobs > 1 || sharded) && tsim_session_jobs_start(&jobs, &s, a.jobs, &err)) {
+        status = tsim_cli_fail(cmd, &err);
+        goto done;
+    }
+    tsim_planner_memory memory[MAX_PLANNERS];
+    bool want[MAX_PLANNERS];
+    bool whole_trace = false; /* some planner takes whole layers: every record is read */
+    for (int p = 0; p < s.n_planners; p++) {
+        memory[p] = tsim_planner_memory_of(s.planners[p].desc);
+        whole_trace = whole_trace || memory[p] != TSIM_MEMORY_NONE;
+    }
+    int64_t range_lo = 0, range_hi = 0;
+    tsim_shard_range(total, a.shard, &range_lo, &range_hi);
+
     tsim_progress progress;
     tsim_progress_start(&progress, "replay");
-    for (;;) {
+    for (int64_t seq = 0;; seq++) {
+        if (sharded && !whole_trace && seq >= range_hi)
+            break; /* the rest is other shards' */
         const tsim_record *rec;
         int got = tsim_reader_next(reader, &rec, &err);
         if (got == 0)
@@ -372,7 +553,24 @@ int tsim_cmd_replay(int argc, char **argv)
             status = tsim_cli_fail(cmd, &err);
             goto done;
         }
-        if (tsim_session_record(&s, rec, &err)) {
+        int rc;
+        if (sharded) {
+            int64_t at = layer_order_find(&layers, rec->layer);
+            if (at < 0 || seq >= total) {
+                tsim_error_set(&err, TSIM_E_INPUT, "%s: the trace changed while it was read (record %lld)", path,
+                               (long long)seq);
+                status = tsim_cli_fail(cmd, &err);
+                goto done;
+            }
+            for (int p = 0; p < s.n_planners; p++)
+                want[p] = tsim_shard_owner(memory[p], p, layers.dense[at], seq, total, a.shard.count) ==
+                          a.shard.index;
+        }
+        if (jobs)
+            rc = tsim_session_jobs_record(jobs, rec, sharded ? want : NULL, &err);
+        else
+            rc = tsim_session_record(&s, rec, &err);
+        if (rc) {
             status = tsim_cli_fail(cmd, &err);
             goto done;
         }
@@ -380,7 +578,7 @@ int tsim_cmd_replay(int argc, char **argv)
         tsim_reader_progress(reader, &done_bytes, &total_bytes);
         tsim_progress_update(&progress, done_bytes, total_bytes);
     }
-    if (tsim_session_drain(&s, &err)) {
+    if (jobs ? tsim_session_jobs_finish(jobs, &err) : tsim_session_drain(&s, &err)) {
         status = tsim_cli_fail(cmd, &err);
         goto done;
     }
@@ -389,6 +587,23 @@ int tsim_cmd_replay(int argc, char **argv)
 
     if (tsim_outfile_open(&out, out_path, &err)) {
         status = tsim_cli_fail(cmd, &err);
+        goto done;
+    }
+    if (sharded) {
+        tsim_replay_partial_info info = {
+            .shard = a.shard, .argv = id_argv, .argc = id_argc, .trace_path = path, .header = h,
+            .records = total, .per_record = oo.per_record, .values = keep_values,
+        };
+        cJSON *j = tsim_replay_partial_json(&s, &info, &err);
+        int rc = j ? tsim_json_print(out.fp, j) : TSIM_E_INTERNAL;
+        if (j && rc)
+            tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory printing JSON");
+        cJSON_Delete(j);
+        if (rc || tsim_outfile_commit(&out, &err)) {
+            status = tsim_cli_fail(cmd, &err);
+            goto done;
+        }
+        status = TSIM_OK;
         goto done;
     }
     oo.trace_path = path;
@@ -421,11 +636,29 @@ int tsim_cmd_replay(int argc, char **argv)
     }
     status = gate_status;
 done:
+    tsim_session_jobs_free(jobs);
     if (hctx.dumping)
         tsim_outfile_abort(&hctx.dump);
     tsim_outfile_abort(&out);
     tsim_session_free(&s);
     tsim_reader_close(reader);
+    free(layers.layer);
+    free(layers.dense);
+    return status;
+}
+
+int tsim_cmd_replay(int argc, char **argv)
+{
+    /* taken before parsing: getopt_long reorders argv */
+    int id_argc = 0;
+    char **id_argv = tsim_argv_identity(argc, argv, &id_argc);
+    if (!id_argv) {
+        tsim_error err = {0};
+        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        return tsim_cli_fail("replay", &err);
+    }
+    int status = replay_main(argc, argv, id_argv, id_argc);
+    tsim_argv_free(id_argv);
     return status;
 }
 

@@ -9,8 +9,10 @@
 #include "registry.h"
 #include "commands.h"
 #include "experiments.h"
+#include "external.h"
 #include "datadir.h"
 #include "failif.h"
+#include "merge.h"
 #include "fit.h"
 #include "options.h"
 #include "outfile.h"
@@ -32,6 +34,8 @@ static void common_help(void)
            "  --lambda X           set both λ_plan and λ_eval (default 3)\n"
            "  --lambda-eval X      λ the evaluator charges (default 3)\n"
            "  -j, --jobs N         grid points in parallel (default: all cores); output is identical for any N\n"
+           "  --shard I/N          run grid points I, I+N, ... only (I from 0) and write their partial\n"
+           "                       result (JSON); 'taotsim merge' of all N gives the unsharded bytes\n"
            "  --std                show ± std beside means\n"
            "  --timing, --no-timing  measure plan time (wall clock: output no longer byte-reproducible);\n"
            "                       on by default for scaling only\n"
@@ -43,6 +47,7 @@ static void common_help(void)
            "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
            "  -h, --help           this help\n\n");
     tsim_planner_options_help(stdout);
+    tsim_external_help(stdout);
     fputs("\n" TSIM_STEP_MODEL_HELP, stdout);
 }
 
@@ -289,6 +294,7 @@ static const struct {
     {"lambda", 0, true, ONLY(STUDY_TABLE1) | ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
     {"lambda-eval", 0, true, ALL_STUDIES},
     {"jobs", 'j', true, ALL_STUDIES},
+    {"shard", 0, true, ALL_STUDIES},
     {"std", 0, false, ALL_STUDIES},
     {"timing", 0, false, ALL_STUDIES},
     {"no-timing", 0, false, ALL_STUDIES},
@@ -358,6 +364,7 @@ typedef struct {
     int n_gates;
     bool show_std;
     const char *regime; /* table1 --regime NAME|FILE */
+    bool format_given;
 } study_args;
 
 static int study_on_trace(void *ctx, const char *arg, tsim_error *err)
@@ -398,8 +405,15 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
         rc = tsim_parse_double(val, 0, 1e9, &c->lambda_eval, "--lambda-eval", err);
     else if (strcmp(name, "jobs") == 0)
         rc = tsim_parse_int(val, 1, 1024, &c->threads, "--jobs", err);
-    else if (strcmp(name, "format") == 0)
+    else if (strcmp(name, "format") == 0) {
+        a->format_given = true;
         rc = tsim_format_parse(val, &a->format, err);
+    } else if (strcmp(name, "shard") == 0) {
+        tsim_shard shard;
+        rc = tsim_shard_parse(val, &shard, err);
+        c->shard_index = shard.index;
+        c->shard_count = shard.count;
+    }
     else if (strcmp(name, "output") == 0)
         a->out_path = val;
     else if (strcmp(name, "plots") == 0)
@@ -417,7 +431,9 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
     return rc;
 }
 
-static int run_study(study_kind kind, int argc, char **argv)
+/* id_argv: the command line as typed (tsim_argv_identity), for a shard's
+ * partial result. */
+static int study_main(study_kind kind, int argc, char **argv, char **id_argv, int id_argc)
 {
     const char *cmd = study_names[kind];
     tsim_error err = {0};
@@ -452,6 +468,16 @@ static int run_study(study_kind kind, int argc, char **argv)
     const char *const *gates = a.gates;
     const int n_gates = a.n_gates;
     const bool show_std = a.show_std;
+    if (c.shard_count) {
+        /* A shard's output is the partial result merge reads; what only the
+         * whole result can say goes on the merge. */
+        if (a.format_given && format != TSIM_FORMAT_JSON)
+            return tsim_cli_usage_error(cmd, "--shard writes a partial result (JSON) for 'taotsim merge': "
+                                             "give --format md|csv to the merge");
+        if (n_gates || plots_dir || show_std)
+            return tsim_cli_usage_error(cmd, "--%s goes on 'taotsim merge', which sees the whole result",
+                                        n_gates ? "fail-if" : plots_dir ? "plots" : "std");
+    }
     {
         /* Before any work: the result file can be written and is not the trace. */
         const char *flags[] = {"-o"};
@@ -496,6 +522,26 @@ static int run_study(study_kind kind, int argc, char **argv)
         tsim_study_free(&study);
         return tsim_cli_fail(cmd, &err);
     }
+    if (c.shard_count) {
+        cJSON *j = tsim_study_partial_json(&study, id_argv, id_argc, &err);
+        tsim_outfile out;
+        if (!j || tsim_outfile_open(&out, out_path, &err)) {
+            cJSON_Delete(j);
+            tsim_study_free(&study);
+            return tsim_cli_fail(cmd, &err);
+        }
+        rc = tsim_json_print(out.fp, j);
+        cJSON_Delete(j);
+        tsim_study_free(&study);
+        if (rc) {
+            tsim_outfile_abort(&out);
+            tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory printing JSON");
+            return tsim_cli_fail(cmd, &err);
+        }
+        if (tsim_outfile_commit(&out, &err))
+            return tsim_cli_fail(cmd, &err);
+        return TSIM_OK;
+    }
 
     /* Gates first: one that names nothing in the result is exit 2, and exit 2
      * means nothing was written. */
@@ -522,6 +568,21 @@ static int run_study(study_kind kind, int argc, char **argv)
     }
     tsim_study_free(&study);
     return gate_status;
+}
+
+static int run_study(study_kind kind, int argc, char **argv)
+{
+    /* taken before parsing: getopt_long reorders argv */
+    int id_argc = 0;
+    char **id_argv = tsim_argv_identity(argc, argv, &id_argc);
+    if (!id_argv) {
+        tsim_error err = {0};
+        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        return tsim_cli_fail(study_names[kind], &err);
+    }
+    int status = study_main(kind, argc, argv, id_argv, id_argc);
+    tsim_argv_free(id_argv);
+    return status;
 }
 
 int tsim_cmd_table1(int argc, char **argv)

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +36,43 @@
 
 extern char **environ;
 
+/* The process groups of the running planners, for the signal handler: a
+ * taotsim ended by a signal takes its planners with it. Lock-free atomics,
+ * so the handler may read them. */
+#define LIVE_GROUPS 256
+static _Atomic int live_groups[LIVE_GROUPS];
+
+static void live_add(pid_t pgid)
+{
+    for (int i = 0; i < LIVE_GROUPS; i++) {
+        int expected = 0;
+        if (atomic_compare_exchange_strong(&live_groups[i], &expected, (int)pgid))
+            return;
+    }
+}
+
+static void live_remove(pid_t pgid)
+{
+    for (int i = 0; i < LIVE_GROUPS; i++) {
+        int expected = (int)pgid;
+        if (atomic_compare_exchange_strong(&live_groups[i], &expected, 0))
+            return;
+    }
+}
+
+void tsim_exec_kill_all(void)
+{
+    for (int i = 0; i < LIVE_GROUPS; i++) {
+        int pgid = atomic_load(&live_groups[i]);
+        if (pgid > 0)
+            kill(-pgid, SIGKILL);
+    }
+}
+
 #define PROTOCOL_VERSION 1
 #define READ_CHUNK 65536
 #define STDERR_LINE_MAX 4096
+#define SEND_AHEAD (8u << 20)
 
 typedef struct {
     const tsim_external_config *cfg;
@@ -45,6 +80,7 @@ typedef struct {
     pid_t pid;                   /* 0 once reaped */
     int to_child, from_child, child_err; /* -1 once closed */
     bool out_eof;
+    bool not_reading;            /* sending failed: the planner stopped reading (it may have exited) */
     /* requests not yet written: [send_off, send_len) */
     char *send;
     size_t send_len, send_off, send_cap;
@@ -142,6 +178,7 @@ static void child_reap(exec_state *x)
     kill(-x->pid, SIGKILL);
     while (waitpid(x->pid, NULL, 0) < 0 && errno == EINTR)
         ;
+    live_remove(x->pid);
     /* every member is dying: this ends with ECHILD */
     while (waitpid(-x->pid, NULL, 0) > 0 || errno == EINTR)
         ;
@@ -252,6 +289,7 @@ static int child_start(exec_state *x, tsim_error *err)
         return tsim_error_set(err, TSIM_E_INPUT, "cannot start /bin/sh: %s", strerror(rc));
     }
     x->pid = pid;
+    live_add(pid);
     x->to_child = in[0];
     x->from_child = out[0];
     x->child_err = er[0];
@@ -290,22 +328,33 @@ static int send_reserve(exec_state *x, size_t more, tsim_error *err)
     return TSIM_OK;
 }
 
-/* Decimal digits of v at p (no NUL); returns the length. */
+/* Decimal digits of v at p (no NUL); returns the length. Two digits per
+ * division: formatting the counts is most of taotsim's share of a request. */
 static size_t put_i64(char *p, int64_t v)
 {
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                   "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                   "8081828384858687888990919293949596979899";
     char tmp[24];
-    size_t n = 0;
+    char *end = tmp + sizeof tmp, *q = end;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
+    while (u >= 100) {
+        const unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--q = pairs[d + 1];
+        *--q = pairs[d];
+    }
+    if (u >= 10) {
+        *--q = pairs[u * 2 + 1];
+        *--q = pairs[u * 2];
+    } else {
+        *--q = (char)('0' + u);
+    }
     size_t len = 0;
     if (v < 0)
         p[len++] = '-';
-    while (n)
-        p[len++] = tmp[--n];
-    return len;
+    memcpy(p + len, q, (size_t)(end - q));
+    return len + (size_t)(end - q);
 }
 
 static int append_request(exec_state *x, const tsim_record *rec, uint64_t id, tsim_error *err)
@@ -337,9 +386,11 @@ static int append_request(exec_state *x, const tsim_record *rec, uint64_t id, ts
 
 /* ---- the exchange ------------------------------------------------------------ */
 
-/* Writes what the child will take now. */
-static int send_some(exec_state *x, tsim_error *err, char *why, size_t wn)
+/* Writes what the child will take now, without waiting. */
+static void send_some(exec_state *x)
 {
+    if (x->not_reading)
+        x->send_off = x->send_len;
     while (x->send_off < x->send_len) {
         ssize_t n = send(x->to_child, x->send + x->send_off, x->send_len - x->send_off, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n > 0) {
@@ -349,14 +400,13 @@ static int send_some(exec_state *x, tsim_error *err, char *why, size_t wn)
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return TSIM_OK;
-        /* EPIPE, ECONNRESET: the child has gone */
-        describe_end(x, why, wn);
-        strncat(why, " while taotsim was sending it records", wn - strlen(why) - 1);
-        return TSIM_E_INPUT;
+            return;
+        /* EPIPE, ECONNRESET: it reads no more (it may have exited). Its
+         * answers so far are still to be read; the end of its output then
+         * says what happened, at the first record left unanswered. */
+        x->not_reading = true;
+        x->send_off = x->send_len;
     }
-    (void)err;
-    return TSIM_OK;
 }
 
 /* Reads what standard output holds now (out_eof at its end). */
@@ -429,7 +479,7 @@ static int next_line(exec_state *x, int64_t deadline, const char **line, size_t 
         }
         struct pollfd fds[3];
         int nfds = 0, at_in = -1, at_out = -1, at_err = -1;
-        if (x->send_off < x->send_len) {
+        if (x->send_off < x->send_len && !x->not_reading) {
             at_in = nfds;
             fds[nfds++] = (struct pollfd){x->to_child, POLLOUT, 0};
         }
@@ -446,11 +496,8 @@ static int next_line(exec_state *x, int64_t deadline, const char **line, size_t 
             continue;
         if (at_err >= 0 && fds[at_err].revents)
             err_read(x);
-        if (at_in >= 0 && fds[at_in].revents) {
-            int rc = send_some(x, err, why, wn);
-            if (rc)
-                return rc;
-        }
+        if (at_in >= 0 && fds[at_in].revents)
+            send_some(x);
         if (fds[at_out].revents) {
             int rc = read_some(x, err);
             if (rc)
@@ -476,74 +523,236 @@ static void excerpt(const char *line, size_t len, char *out, size_t n)
     out[k] = '\0';
 }
 
-static bool json_int(const cJSON *item, int64_t lo, int64_t hi, int64_t *out)
+/* ---- reading answers ---------------------------------------------------------
+ * Answers are read in place, without allocating (one per record): the line
+ * has passed the strict JSON check first, so the reader below only needs to
+ * know the shapes the protocol expects. */
+
+typedef struct {
+    const char *p, *end;
+} scan;
+
+static void sc_ws(scan *s)
 {
-    if (!cJSON_IsNumber(item))
+    while (s->p < s->end && tsim_json_is_ws(*s->p))
+        s->p++;
+}
+
+static bool sc_char(scan *s, char c)
+{
+    sc_ws(s);
+    if (s->p < s->end && *s->p == c) {
+        s->p++;
+        return true;
+    }
+    return false;
+}
+
+/* A string's raw contents (escapes kept) and the position after it. */
+static bool sc_string(scan *s, const char **text, size_t *len)
+{
+    if (!sc_char(s, '"'))
         return false;
-    double d = item->valuedouble;
-    if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || d != floor(d))
-        return false;
-    int64_t v = (int64_t)d;
-    if (v < lo || v > hi)
-        return false;
-    *out = v;
+    const char *start = s->p;
+    while (s->p < s->end && *s->p != '"')
+        s->p += *s->p == '\\' ? 2 : 1;
+    *text = start;
+    *len = (size_t)(s->p - start);
+    s->p++;
     return true;
 }
 
-/* Reads an array of `width` integers (a "got" row). */
-static bool json_row(const cJSON *row, int width, int64_t *v)
+/* Skips one (valid) value. */
+static void sc_skip(scan *s)
 {
-    if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != width)
+    const char *text;
+    size_t len;
+    sc_ws(s);
+    if (s->p >= s->end)
+        return;
+    if (*s->p == '"') {
+        sc_string(s, &text, &len);
+        return;
+    }
+    if (*s->p != '[' && *s->p != '{') { /* a number, true, false or null */
+        while (s->p < s->end && !strchr(",]}", *s->p) && !tsim_json_is_ws(*s->p))
+            s->p++;
+        return;
+    }
+    for (int depth = 0; s->p < s->end;) {
+        const char c = *s->p;
+        if (c == '"') {
+            sc_string(s, &text, &len);
+            continue;
+        }
+        s->p++;
+        if (c == '[' || c == '{')
+            depth++;
+        else if ((c == ']' || c == '}') && --depth == 0)
+            return;
+    }
+}
+
+/* An integer (5, or an integral 5.0 / 5e0), or false. */
+static bool sc_int(scan *s, int64_t *out)
+{
+    sc_ws(s);
+    const char *p = s->p;
+    bool negative = p < s->end && *p == '-';
+    p += negative;
+    if (p >= s->end || *p < '0' || *p > '9')
         return false;
-    int k = 0;
-    for (const cJSON *c = row->child; c; c = c->next, k++)
-        if (!json_int(c, INT64_MIN, INT64_MAX, &v[k]))
+    uint64_t v = 0;
+    const char *digits = p;
+    for (; p < s->end && *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (uint64_t)(*p - '0');
+    if (p < s->end && (*p == '.' || *p == 'e' || *p == 'E')) {
+        char *stop;
+        double d = strtod(s->p, &stop);
+        if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || d != floor(d))
             return false;
+        s->p = stop;
+        *out = (int64_t)d;
+        return true;
+    }
+    if (p - digits > 18)
+        return false; /* past 2^53 anyway, and it could overflow */
+    s->p = p;
+    *out = negative ? -(int64_t)v : (int64_t)v;
     return true;
+}
+
+/* One "got" row of `width` integers. */
+static bool sc_row(scan *s, int width, int64_t *v)
+{
+    if (!sc_char(s, '['))
+        return false;
+    for (int k = 0; k < width; k++)
+        if ((k > 0 && !sc_char(s, ',')) || !sc_int(s, &v[k]))
+            return false;
+    return sc_char(s, ']');
+}
+
+/* Walks an array: before each element *more is set; false at a bad shape. */
+static bool sc_next(scan *s, bool first, bool *more)
+{
+    if (first && !sc_char(s, '['))
+        return false;
+    if (sc_char(s, ']')) {
+        *more = false;
+        return true;
+    }
+    *more = true;
+    return first || sc_char(s, ',');
+}
+
+/* The planner's "error" text, JSON escapes undone (\uXXXX shown as '?'). */
+static void unescape(const char *t, size_t n, char *out, size_t on)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < on; i++) {
+        char c = t[i];
+        if (c == '\\' && i + 1 < n) {
+            c = t[++i];
+            c = c == 'n' ? ' ' : c == 't' ? ' ' : c == 'r' ? ' ' : c == 'b' || c == 'f' ? ' ' : c;
+            if (c == 'u') {
+                i += 4;
+                c = '?';
+            }
+        }
+        out[k++] = c;
+    }
+    out[k] = '\0';
+}
+
+/* Where an answer's fields are. */
+typedef struct {
+    bool has_id;
+    int64_t id;
+    const char *error, *replicas, *alloc, *placement; /* NULL: absent */
+    size_t error_len;
+} answer_fields;
+
+static bool answer_scan(const char *line, size_t len, answer_fields *f)
+{
+    memset(f, 0, sizeof *f);
+    scan s = {line, line + len};
+    if (!sc_char(&s, '{'))
+        return false;
+    if (sc_char(&s, '}'))
+        return true;
+    do {
+        const char *key;
+        size_t klen;
+        if (!sc_string(&s, &key, &klen) || !sc_char(&s, ':'))
+            return false;
+        sc_ws(&s);
+#define KEY(k) (klen == sizeof(k) - 1 && memcmp(key, k, klen) == 0)
+        if (KEY("id")) {
+            f->has_id = sc_int(&s, &f->id);
+            if (!f->has_id)
+                sc_skip(&s);
+        } else if (KEY("error") && *s.p == '"') {
+            sc_string(&s, &f->error, &f->error_len);
+        } else {
+            if (KEY("replicas"))
+                f->replicas = s.p;
+            else if (KEY("alloc"))
+                f->alloc = s.p;
+            else if (KEY("placement"))
+                f->placement = s.p;
+            sc_skip(&s);
+        }
+#undef KEY
+    } while (sc_char(&s, ','));
+    return sc_char(&s, '}');
 }
 
 /* Turns an answer's replicas, alloc and placement into plan. The evaluator
  * checks the plan afterwards; this checks only what reading it needs. */
-static int read_plan(exec_state *x, const cJSON *root, tsim_plan *plan, char *why, size_t wn)
+static int read_plan(exec_state *x, const answer_fields *f, const char *end, tsim_plan *plan, char *why, size_t wn)
 {
     const int R = x->R, E = x->E, S = x->slots_per_rank;
     tsim_plan_reset(plan);
-    const cJSON *replicas = cJSON_GetObjectItemCaseSensitive(root, "replicas");
-    const cJSON *alloc = cJSON_GetObjectItemCaseSensitive(root, "alloc");
-    const cJSON *placement = cJSON_GetObjectItemCaseSensitive(root, "placement");
-    if (!cJSON_IsArray(replicas) || !cJSON_IsArray(alloc)) {
+    if (!f->replicas || !f->alloc || *f->replicas != '[' || *f->alloc != '[') {
         snprintf(why, wn, "the answer needs \"replicas\" and \"alloc\" arrays");
         return TSIM_E_INPUT;
     }
-    if (placement && !cJSON_IsNull(placement)) {
-        if (!cJSON_IsArray(placement) || cJSON_GetArraySize(placement) != E) {
-            snprintf(why, wn, "\"placement\" must list one rank per expert (%d)", E);
-            return TSIM_E_INPUT;
-        }
+    bool more = false;
+    if (f->placement && *f->placement != 'n') { /* null: no placement */
         int32_t *home = tsim_plan_placement(plan, E);
         if (!home) {
             snprintf(why, wn, "out of memory");
             return TSIM_E_INTERNAL;
         }
+        scan s = {f->placement, end};
         int e = 0;
-        for (const cJSON *c = placement->child; c; c = c->next, e++) {
+        for (bool first = true; sc_next(&s, first, &more) && more; first = false, e++) {
             int64_t v;
-            if (!json_int(c, INT32_MIN, INT32_MAX, &v)) {
-                snprintf(why, wn, "placement[%d] is not an integer", e);
-                return TSIM_E_INPUT;
-            }
+            if (e >= E || !sc_int(&s, &v) || v < INT32_MIN || v > INT32_MAX)
+                break;
             home[e] = (int32_t)v;
         }
-    }
-    const int n_replicas = cJSON_GetArraySize(replicas);
-    if (n_replicas > R * x->K) {
-        snprintf(why, wn, "%d replicas, more than the R * K = %d guest slots", n_replicas, R * x->K);
-        return TSIM_E_INPUT;
+        if (more || e != E) {
+            snprintf(why, wn, "\"placement\" must list one rank (an integer) per expert (%d)", E);
+            return TSIM_E_INPUT;
+        }
     }
     int rc = TSIM_OK, i = 0;
-    for (const cJSON *c = replicas->child; c && rc == TSIM_OK; c = c->next, i++) {
+    scan s = {f->replicas, end};
+    for (bool first = true; rc == TSIM_OK; first = false, i++) {
+        if (!sc_next(&s, first, &more)) {
+            snprintf(why, wn, "\"replicas\" is not an array of [expert, guest, slot, planned] rows");
+            rc = TSIM_E_INPUT;
+            break;
+        }
+        if (!more)
+            break;
         int64_t v[4];
-        if (!json_row(c, 4, v)) {
+        if (i >= R * x->K) {
+            snprintf(why, wn, "more replicas than the R * K = %d guest slots", R * x->K);
+            rc = TSIM_E_INPUT;
+        } else if (!sc_row(&s, 4, v)) {
             snprintf(why, wn, "replicas[%d] is not [expert, guest, slot, planned] (4 integers)", i);
             rc = TSIM_E_INPUT;
         } else if (v[0] < 0 || v[0] >= E) {
@@ -570,10 +779,18 @@ static int read_plan(exec_state *x, const cJSON *root, tsim_plan *plan, char *wh
             }
         }
     }
+    s = (scan){f->alloc, end};
     i = 0;
-    for (const cJSON *c = alloc->child; c && rc == TSIM_OK; c = c->next, i++) {
+    for (bool first = true; rc == TSIM_OK; first = false, i++) {
+        if (!sc_next(&s, first, &more)) {
+            snprintf(why, wn, "\"alloc\" is not an array of [source, expert, guest, slot, tokens] rows");
+            rc = TSIM_E_INPUT;
+            break;
+        }
+        if (!more)
+            break;
         int64_t v[5];
-        if (!json_row(c, 5, v)) {
+        if (!sc_row(&s, 5, v)) {
             snprintf(why, wn, "alloc[%d] is not [source, expert, guest, slot, tokens] (5 integers)", i);
             rc = TSIM_E_INPUT;
             break;
@@ -610,23 +827,20 @@ static int read_answer(exec_state *x, const char *line, size_t len, uint64_t bas
 {
     tsim_json_fault fault = {0};
     char ex[96];
+    answer_fields f;
     if (tsim_json_check_all(line, len, &fault) == (size_t)-1) {
         excerpt(line, len, ex, sizeof ex);
         snprintf(why, wn, "the answer is not JSON (%s at byte %zu): '%s'", fault.what[0] ? fault.what : "malformed",
                  fault.at, ex);
         return TSIM_E_INPUT;
     }
-    cJSON *root = cJSON_ParseWithLength(line, len);
-    if (!root || !cJSON_IsObject(root)) {
-        cJSON_Delete(root);
+    if (!answer_scan(line, len, &f)) {
         excerpt(line, len, ex, sizeof ex);
         snprintf(why, wn, "the answer is not a JSON object: '%s'", ex);
         return TSIM_E_INPUT;
     }
-    int rc = TSIM_E_INPUT;
-    int64_t id;
-    const cJSON *error = cJSON_GetObjectItemCaseSensitive(root, "error");
-    if (!json_int(cJSON_GetObjectItemCaseSensitive(root, "id"), 0, INT64_MAX, &id)) {
+    const int64_t id = f.id;
+    if (!f.has_id || id < 0) {
         snprintf(why, wn, "the answer has no integer \"id\"");
     } else if ((uint64_t)id < base) {
         snprintf(why, wn, "a second answer for id %lld (answered already)", (long long)id);
@@ -638,13 +852,15 @@ static int read_answer(exec_state *x, const char *line, size_t len, uint64_t bas
         snprintf(why, wn, "a second answer for id %lld", (long long)id);
     } else {
         *which = (int)((uint64_t)id - base);
-        if (cJSON_IsString(error))
-            snprintf(why, wn, "the planner answered with an error: %s", error->valuestring);
-        else
-            rc = read_plan(x, root, &plans[*which], why, wn);
+        if (f.error) {
+            char text[512];
+            unescape(f.error, f.error_len, text, sizeof text);
+            snprintf(why, wn, "the planner answered with an error: %s", text);
+            return TSIM_E_INPUT;
+        }
+        return read_plan(x, &f, line + len, &plans[*which], why, wn);
     }
-    cJSON_Delete(root);
-    return rc;
+    return TSIM_E_INPUT;
 }
 
 /* Plans recs[0..n) with up to `window` records in flight. On failure *failed
@@ -669,17 +885,23 @@ static int exchange(exec_state *x, const tsim_record *const *recs, int n, tsim_p
     char why[TSIM_ERROR_MSG_MAX - 64];
     why[0] = '\0';
     while (got < n) {
-        for (; sent < n && sent - got < x->cfg->window; sent++) {
+        /* Each request leaves as soon as it is written, so the planner works
+         * on the first while taotsim formats the next; ahead of a slow
+         * planner at most SEND_AHEAD bytes wait here (a record of a huge
+         * topology is megabytes). */
+        for (; sent < n && sent - got < x->cfg->window && (sent == got || x->send_len - x->send_off < SEND_AHEAD);
+             sent++) {
             int rc = append_request(x, recs[sent], base + (uint64_t)sent, err);
-            if (rc)
+            if (rc) {
+                child_abort(x);
                 return rc;
+            }
+            x->next_id = base + (uint64_t)sent + 1;
+            send_some(x);
         }
-        x->next_id = base + (uint64_t)sent;
-        int rc = send_some(x, err, why, sizeof why);
         const char *line = NULL;
         size_t len = 0;
-        if (rc == TSIM_OK)
-            rc = next_line(x, deadline, &line, &len, why, sizeof why, err);
+        int rc = next_line(x, deadline, &line, &len, why, sizeof why, err);
         int which = oldest;
         if (rc == TSIM_OK)
             rc = read_answer(x, line, len, base, sent, plans, &which, why, sizeof why);
@@ -811,9 +1033,8 @@ static int exec_init(void **state, const tsim_topology *topo, const tsim_planner
     char why[TSIM_ERROR_MSG_MAX - 64] = "";
     const char *line = NULL;
     size_t len = 0;
-    rc = send_some(x, err, why, sizeof why);
-    if (rc == TSIM_OK)
-        rc = next_line(x, tsim_now_ns() + (int64_t)(cfg->timeout_s * 1e9), &line, &len, why, sizeof why, err);
+    send_some(x);
+    rc = next_line(x, tsim_now_ns() + (int64_t)(cfg->timeout_s * 1e9), &line, &len, why, sizeof why, err);
     if (rc)
         rc = why[0] ? fail(x, err, "handshake: %s", why) : rc;
     else

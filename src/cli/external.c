@@ -226,6 +226,19 @@ fail:
     return rc;
 }
 
+void tsim_external_help(FILE *out)
+{
+    fprintf(out, "\n"
+                 "External planners (docs/planner-protocol.md), as --planners entries:\n"
+                 "  LABEL=exec:CMD            a process speaking line-delimited JSON; CMD (run by\n"
+                 "                            /bin/sh) is the rest of the entry\n"
+                 "  LABEL=plugin:LIB[:--K=V]  a C plugin (include/taotsim/planner.h)\n"
+                 "  --LABEL-KEY=VALUE         an option of the external planner LABEL\n"
+                 "  --exec-window N           records in flight per exec planner (default %d)\n"
+                 "  --exec-timeout S          seconds an exec planner may take per answer (default %g)\n",
+            TSIM_EXEC_WINDOW_DEFAULT, TSIM_EXEC_TIMEOUT_DEFAULT);
+}
+
 void tsim_external_install(void)
 {
     tsim_planner_set_resolver(resolve);

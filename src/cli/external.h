@@ -6,6 +6,7 @@
 #define TSIM_CLI_EXTERNAL_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "error.h"
 #include "planner.h"
@@ -35,6 +36,9 @@ typedef struct {
     int n_plugin_options;
 } tsim_external_config;
 
+/* The --help lines of external planners and their options. */
+void tsim_external_help(FILE *out);
+
 /* Installs the resolver; main calls it once at start-up. */
 void tsim_external_install(void);
 /* Frees every configuration and unloads the plugins (after the command). */
@@ -52,6 +56,10 @@ void tsim_external_scan_list(const char *list);
  * remembered external label; it is then stored for that planner, or refused
  * (no '=VALUE') with a message. */
 int tsim_external_take_option(const char *text, bool *taken, tsim_error *err);
+
+/* Kills every running exec planner's process group; async-signal-safe
+ * (the handler of signals.c calls it). */
+void tsim_exec_kill_all(void);
 
 /* The descriptor functions of each kind (exec_planner.c, plugin_planner.c). */
 void tsim_exec_describe(tsim_planner_desc *d);

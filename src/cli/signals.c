@@ -4,11 +4,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "external.h"
 #include "outfile.h"
 
 static void on_signal(int sig)
 {
     tsim_outfile_unlink_pending();
+    tsim_exec_kill_all(); /* external planners end with taotsim */
     _exit(128 + sig);
 }
 

@@ -316,7 +316,29 @@ static void wrapped_progress(void *w_, int done, int total)
 static int run_grid(const tsim_study_config *c, int n, tsim_grid_job job, void *ctx, tsim_error *err)
 {
     job_wrap w = {job, ctx, c};
-    return tsim_grid_run(n, c->threads, wrapped_job, wrapped_progress, &w, err);
+    return tsim_grid_run_shard(n, c->shard_index, c->shard_count, c->threads, wrapped_job, wrapped_progress, &w, err);
+}
+
+/* The grid's rows into the study, point-major: every point's, or only the
+ * shard's (a partial study, finished by taotsim merge). */
+static int copy_points(tsim_study *out, const tsim_study_config *c, const tsim_study_row *rows, int points,
+                       int rows_per_point, tsim_error *err)
+{
+    out->points = points;
+    out->rows_per_point = rows_per_point;
+    out->shard_index = c->shard_index;
+    out->shard_count = c->shard_count;
+    for (int i = 0; i < points; i++) {
+        if (!tsim_grid_point_in_shard(i, c->shard_index, c->shard_count))
+            continue;
+        for (int k = 0; k < rows_per_point; k++) {
+            tsim_study_row *r = tsim_study_add(out);
+            if (!r)
+                return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+            *r = rows[(size_t)i * (size_t)rows_per_point + (size_t)k];
+        }
+    }
+    return TSIM_OK;
 }
 
 static void params_common(tsim_study *out, const tsim_study_config *c)
@@ -333,17 +355,6 @@ static void params_common(tsim_study *out, const tsim_study_config *c)
         cJSON_AddNumberToObject(m, "inter_gbps", c->step_model.inter_gbps);
         cJSON_AddBoolToObject(m, "overlap", c->step_model.overlap);
     }
-}
-
-static int copy_rows(tsim_study *out, const tsim_study_row *rows, int n, tsim_error *err)
-{
-    for (int i = 0; i < n; i++) {
-        tsim_study_row *r = tsim_study_add(out);
-        if (!r)
-            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-        *r = rows[i];
-    }
-    return TSIM_OK;
 }
 
 static cJSON *break_even_json(const char *a, const char *b, double intra_a, double inter_a, double intra_b,
@@ -383,16 +394,22 @@ int tsim_run_table1(const tsim_study_config *c, tsim_study *out, tsim_error *err
     }
     rc = run_grid(c, cells, table1_job, &ctx, err);
     if (rc == TSIM_OK)
-        rc = copy_rows(out, ctx.rows, cells * ctx.pl.n, err);
+        rc = copy_points(out, c, ctx.rows, cells, ctx.pl.n, err);
     free(ctx.rows);
     if (rc)
         return rc;
     params_common(out, c);
     cJSON_AddStringToObject(out->params, "traces", c->traces_dir);
     cJSON_AddNumberToObject(out->params, "ranks_per_node", 8);
+    return c->shard_count ? TSIM_OK : tsim_study_finish(out, err);
+}
 
-    /* Break-even lambda of TAOT against each baseline, ours and the paper's. */
+/* Break-even lambda of TAOT against each baseline, ours and the paper's. */
+static int table1_finish(tsim_study *out, tsim_error *err)
+{
     cJSON *be = cJSON_AddArrayToObject(out->extra, "break_even");
+    if (!be)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     for (int i = 0; i < out->n; i++) {
         const tsim_study_row *a = &out->rows[i];
         if (strcmp(a->planner, "taot") != 0 || !a->ok)
@@ -441,9 +458,15 @@ static int ablation_job(void *ctx_, int seed_index, tsim_error *err)
     int rc = record_set_generate(&rs, &p, ctx->c->ablation_imbalance, err);
     if (rc)
         return rc;
-    rc = run_planners(&rs, ctx->variants, 4, ctx->c->slots, ctx->c->lambda_eval, ctx->c,
-                      ctx->rows + (size_t)seed_index * 4, err);
+    tsim_study_row *rows = ctx->rows + (size_t)seed_index * 4;
+    rc = run_planners(&rs, ctx->variants, 4, ctx->c->slots, ctx->c->lambda_eval, ctx->c, rows, err);
     record_set_free(&rs);
+    /* what ablation_finish puts on the combined rows */
+    for (int v = 0; v < 4; v++) {
+        rows[v].ep = ctx->c->ablation_ep;
+        rows[v].imbalance = ctx->c->ablation_imbalance;
+        rows[v].slots = ctx->c->slots;
+    }
     return rc;
 }
 
@@ -465,43 +488,8 @@ int tsim_run_ablation(const tsim_study_config *c, tsim_study *out, tsim_error *e
     if (!ctx.rows)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     int rc = run_grid(c, S, ablation_job, &ctx, err);
-    if (rc == TSIM_OK) {
-        /* Per combination: the mean over seeds of per-seed means, and the
-         * standard deviation across seeds (model.md). */
-        double *vals = malloc(sizeof *vals * (size_t)S * 2);
-        for (int v = 0; v < 4 && vals; v++) {
-            tsim_study_row *row = tsim_study_add(out);
-            if (!row) {
-                rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-                break;
-            }
-            const tsim_study_row *first = &ctx.rows[v];
-            *row = *first;
-            row->ep = c->ablation_ep;
-            row->imbalance = c->ablation_imbalance;
-            row->slots = c->slots;
-            row->lambda_plan = row->lambda_eval = NAN;
-            row->flow_hint = ablation_flow[v];
-            row->comm_cost = ablation_comm[v];
-            row->seeds = S;
-            set_key(row, "flow-%s.comm-%s", row->flow_hint ? "on" : "off", row->comm_cost ? "on" : "off");
-            row->records = 0;
-            memset(row->notes, 0, sizeof row->notes);
-            for (int s = 0; s < S; s++) {
-                row->records += ctx.rows[(size_t)s * 4 + (size_t)v].records;
-                for (int b = 0; b < TSIM_NOTE_KINDS; b++)
-                    row->notes[b] += ctx.rows[(size_t)s * 4 + (size_t)v].notes[b];
-            }
-            for (int m = 0; m < TSIM_M_COUNT; m++) {
-                for (int s = 0; s < S; s++)
-                    vals[s] = ctx.rows[(size_t)s * 4 + (size_t)v].metrics[m].mean;
-                row->metrics[m] = tsim_summarize(vals, (size_t)S, vals + S);
-            }
-        }
-        if (!vals)
-            rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-        free(vals);
-    }
+    if (rc == TSIM_OK)
+        rc = copy_points(out, c, ctx.rows, S, 4, err);
     free(ctx.rows);
     if (rc)
         return rc;
@@ -515,7 +503,48 @@ int tsim_run_ablation(const tsim_study_config *c, tsim_study *out, tsim_error *e
     cJSON_AddNumberToObject(out->params, "tokens", c->gen.tokens);
     cJSON_AddNumberToObject(out->params, "microbatches", c->gen.microbatches);
     cJSON_AddNumberToObject(out->params, "layers", c->gen.layers);
-    return TSIM_OK;
+    return c->shard_count ? TSIM_OK : tsim_study_finish(out, err);
+}
+
+/* Per combination: the mean over seeds of per-seed means, and the standard
+ * deviation across seeds (model.md). The rows in are seed-major, 4 a seed. */
+static int ablation_finish(tsim_study *out, tsim_error *err)
+{
+    const int S = out->points;
+    tsim_study_row *raw = out->rows;
+    out->rows = NULL;
+    out->n = out->cap = 0;
+    double *vals = malloc(sizeof *vals * (size_t)(S > 0 ? S : 1) * 2);
+    int rc = vals ? TSIM_OK : tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    for (int v = 0; v < 4 && rc == TSIM_OK && S > 0; v++) {
+        tsim_study_row *row = tsim_study_add(out);
+        if (!row) {
+            rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+            break;
+        }
+        const tsim_study_row *first = &raw[v];
+        *row = *first;
+        row->lambda_plan = row->lambda_eval = NAN;
+        row->flow_hint = ablation_flow[v];
+        row->comm_cost = ablation_comm[v];
+        row->seeds = S;
+        set_key(row, "flow-%s.comm-%s", row->flow_hint ? "on" : "off", row->comm_cost ? "on" : "off");
+        row->records = 0;
+        memset(row->notes, 0, sizeof row->notes);
+        for (int s = 0; s < S; s++) {
+            row->records += raw[(size_t)s * 4 + (size_t)v].records;
+            for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+                row->notes[b] += raw[(size_t)s * 4 + (size_t)v].notes[b];
+        }
+        for (int m = 0; m < TSIM_M_COUNT; m++) {
+            for (int s = 0; s < S; s++)
+                vals[s] = raw[(size_t)s * 4 + (size_t)v].metrics[m].mean;
+            row->metrics[m] = tsim_summarize(vals, (size_t)S, vals + S);
+        }
+    }
+    free(vals);
+    free(raw);
+    return rc;
 }
 
 /* ---- sweep ------------------------------------------------------------------------ */
@@ -524,26 +553,52 @@ typedef struct {
     const tsim_study_config *c;
     const record_set *rs;
     planner_list pl;
-    /* per lambda_plan job: one row per planner (weighted re-derived per lambda_eval) */
-    tsim_study_row *rows;     /* [n_lambda_plans * planners] */
-    tsim_series *intra_inter; /* [n_lambda_plans * planners * 2]: per-record intra, inter */
+    /* per lambda_plan point: the rows of every lambda_eval x planner, weighted
+     * re-derived from each planner's per-record intra and inter */
+    tsim_study_row *rows; /* [n_lambda_plans * n_lambda_evals * planners] */
 } sweep_ctx;
 
 static int sweep_job(void *ctx_, int lp, tsim_error *err)
 {
     sweep_ctx *ctx = ctx_;
     const tsim_study_config *c = ctx->c;
-    int n = ctx->pl.n;
-    for (int p = 0; p < n; p++) {
+    const int n = ctx->pl.n, nle = c->n_lambda_evals;
+    const size_t nrec = (size_t)ctx->rs->n;
+    tsim_study_row *rows = ctx->rows + (size_t)lp * (size_t)nle * (size_t)n;
+    double *w = malloc(sizeof *w * (nrec ? nrec : 1) * 2);
+    if (!w)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    char lp_key[32], le_key[32];
+    key_num(lp_key, sizeof lp_key, c->lambda_plans[lp]);
+    int rc = TSIM_OK;
+    for (int p = 0; p < n && rc == TSIM_OK; p++) {
         tsim_planner pl = ctx->pl.planners[p];
         pl.opts.lambda_plan = c->lambda_plans[lp];
-        size_t cell = (size_t)lp * (size_t)n + (size_t)p;
-        int rc = run_planner(ctx->rs, &pl, c->slots, c->lambda_eval, c, &ctx->rows[cell], &ctx->intra_inter[cell * 2],
-                             err);
-        if (rc)
-            return rc;
+        tsim_study_row src = {0};
+        tsim_series ii[2] = {{0}, {0}};
+        rc = run_planner(ctx->rs, &pl, c->slots, c->lambda_eval, c, &src, ii, err);
+        for (int le = 0; le < nle && rc == TSIM_OK; le++) {
+            tsim_study_row *row = &rows[(size_t)le * (size_t)n + (size_t)p];
+            *row = src;
+            row->ep = ctx->rs->ranks;
+            row->slots = c->slots;
+            row->lambda_plan = c->lambda_plans[lp];
+            row->lambda_eval = c->lambda_evals[le];
+            row->flow_hint = row->comm_cost = -1;
+            row->imbalance = NAN;
+            key_num(le_key, sizeof le_key, c->lambda_evals[le]);
+            set_key(row, "lp%s.le%s", lp_key, le_key);
+            if (!row->ok)
+                continue;
+            for (size_t i = 0; i < ii[0].n; i++)
+                w[i] = ii[0].values[i] + c->lambda_evals[le] * ii[1].values[i];
+            row->metrics[TSIM_M_WEIGHTED] = tsim_summarize(w, ii[0].n, w + nrec);
+        }
+        tsim_series_free(&ii[0]);
+        tsim_series_free(&ii[1]);
     }
-    return TSIM_OK;
+    free(w);
+    return rc;
 }
 
 int tsim_run_sweep(const tsim_study_config *c, tsim_study *out, tsim_error *err)
@@ -557,66 +612,16 @@ int tsim_run_sweep(const tsim_study_config *c, tsim_study *out, tsim_error *err)
     if ((rc = record_set_from_trace(&rs, c->trace, err)))
         return rc;
     ctx.rs = &rs;
-    size_t cells = (size_t)c->n_lambda_plans * (size_t)ctx.pl.n;
-    ctx.rows = calloc(cells, sizeof *ctx.rows);
-    ctx.intra_inter = calloc(cells * 2, sizeof *ctx.intra_inter);
-    if (!ctx.rows || !ctx.intra_inter) {
+    const int per_point = c->n_lambda_evals * ctx.pl.n;
+    ctx.rows = calloc((size_t)c->n_lambda_plans * (size_t)per_point, sizeof *ctx.rows);
+    if (!ctx.rows) {
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
         goto done;
     }
     if ((rc = run_grid(c, c->n_lambda_plans, sweep_job, &ctx, err)))
         goto done;
-
-    cJSON *be = cJSON_AddArrayToObject(out->extra, "break_even");
-    size_t nrec = (size_t)rs.n;
-    double *w = malloc(sizeof *w * (nrec ? nrec : 1) * 2);
-    if (!w) {
-        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if ((rc = copy_points(out, c, ctx.rows, c->n_lambda_plans, per_point, err)))
         goto done;
-    }
-    char lp_key[32], le_key[32];
-    for (int lp = 0; lp < c->n_lambda_plans; lp++) {
-        key_num(lp_key, sizeof lp_key, c->lambda_plans[lp]);
-        for (int le = 0; le < c->n_lambda_evals; le++) {
-            key_num(le_key, sizeof le_key, c->lambda_evals[le]);
-            for (int p = 0; p < ctx.pl.n; p++) {
-                const tsim_study_row *src = &ctx.rows[(size_t)lp * (size_t)ctx.pl.n + (size_t)p];
-                tsim_study_row *row = tsim_study_add(out);
-                if (!row) {
-                    free(w);
-                    rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-                    goto done;
-                }
-                *row = *src;
-                row->ep = rs.ranks;
-                row->slots = c->slots;
-                row->lambda_plan = c->lambda_plans[lp];
-                row->lambda_eval = c->lambda_evals[le];
-                row->flow_hint = row->comm_cost = -1;
-                row->imbalance = NAN;
-                set_key(row, "lp%s.le%s", lp_key, le_key);
-                if (!row->ok)
-                    continue;
-                const tsim_series *ii = &ctx.intra_inter[((size_t)lp * (size_t)ctx.pl.n + (size_t)p) * 2];
-                for (size_t i = 0; i < ii[0].n; i++)
-                    w[i] = ii[0].values[i] + c->lambda_evals[le] * ii[1].values[i];
-                row->metrics[TSIM_M_WEIGHTED] = tsim_summarize(w, ii[0].n, w + nrec);
-            }
-        }
-        /* lambda* per planner pair at this lambda_plan */
-        for (int a = 0; a < ctx.pl.n; a++)
-            for (int b = a + 1; b < ctx.pl.n; b++) {
-                const tsim_study_row *ra = &ctx.rows[(size_t)lp * (size_t)ctx.pl.n + (size_t)a];
-                const tsim_study_row *rb = &ctx.rows[(size_t)lp * (size_t)ctx.pl.n + (size_t)b];
-                cJSON *j = break_even_json(ra->planner, rb->planner, ra->ok ? ra->metrics[TSIM_M_INTRA].mean : NAN,
-                                           ra->ok ? ra->metrics[TSIM_M_INTER].mean : NAN,
-                                           rb->ok ? rb->metrics[TSIM_M_INTRA].mean : NAN,
-                                           rb->ok ? rb->metrics[TSIM_M_INTER].mean : NAN);
-                cJSON_AddNumberToObject(j, "lambda_plan", c->lambda_plans[lp]);
-                cJSON_AddItemToArray(be, j);
-            }
-    }
-    free(w);
     params_common(out, c);
     cJSON_DeleteItemFromObject(out->params, "lambda_plan");
     cJSON_DeleteItemFromObject(out->params, "lambda_eval");
@@ -628,14 +633,39 @@ int tsim_run_sweep(const tsim_study_config *c, tsim_study *out, tsim_error *err)
     cJSON *les = cJSON_AddArrayToObject(out->params, "lambda_eval");
     for (int i = 0; i < c->n_lambda_evals; i++)
         cJSON_AddItemToArray(les, cJSON_CreateNumber(c->lambda_evals[i]));
+    if (!c->shard_count)
+        rc = tsim_study_finish(out, err);
 done:
-    if (ctx.intra_inter)
-        for (size_t i = 0; i < cells * 2; i++)
-            tsim_series_free(&ctx.intra_inter[i]);
-    free(ctx.intra_inter);
     free(ctx.rows);
     record_set_free(&rs);
     return rc;
+}
+
+/* lambda* of every planner pair at each lambda_plan, from the point's first
+ * lambda_eval rows (intra and inter do not depend on lambda_eval). */
+static int sweep_finish(tsim_study *out, tsim_error *err)
+{
+    cJSON *be = cJSON_AddArrayToObject(out->extra, "break_even");
+    const cJSON *les = cJSON_GetObjectItemCaseSensitive(out->params, "lambda_eval");
+    const int nle = cJSON_GetArraySize(les);
+    if (!be || nle < 1 || out->rows_per_point % nle != 0)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "sweep: %d rows per point for %d lambda_eval values",
+                              out->rows_per_point, nle);
+    const int n = out->rows_per_point / nle;
+    for (int lp = 0; lp < out->points; lp++) {
+        const tsim_study_row *first = out->rows + (size_t)lp * (size_t)out->rows_per_point;
+        for (int a = 0; a < n; a++)
+            for (int b = a + 1; b < n; b++) {
+                const tsim_study_row *ra = &first[a], *rb = &first[b];
+                cJSON *j = break_even_json(ra->planner, rb->planner, ra->ok ? ra->metrics[TSIM_M_INTRA].mean : NAN,
+                                           ra->ok ? ra->metrics[TSIM_M_INTER].mean : NAN,
+                                           rb->ok ? rb->metrics[TSIM_M_INTRA].mean : NAN,
+                                           rb->ok ? rb->metrics[TSIM_M_INTER].mean : NAN);
+                cJSON_AddNumberToObject(j, "lambda_plan", ra->lambda_plan);
+                cJSON_AddItemToArray(be, j);
+            }
+    }
+    return TSIM_OK;
 }
 
 /* ---- scaling ------------------------------------------------------------------------ */
@@ -709,7 +739,7 @@ int tsim_run_scaling(const tsim_study_config *c, tsim_study *out, tsim_error *er
         ctx.points[k++] = (scaling_point){"slots", c->base_ep, c->base_imbalance, c->slot_list[i]};
     rc = run_grid(c, np, scaling_job, &ctx, err);
     if (rc == TSIM_OK)
-        rc = copy_rows(out, ctx.rows, np * ctx.pl.n, err);
+        rc = copy_points(out, c, ctx.rows, np, ctx.pl.n, err);
     free(ctx.points);
     free(ctx.rows);
     if (rc)
@@ -725,5 +755,19 @@ int tsim_run_scaling(const tsim_study_config *c, tsim_study *out, tsim_error *er
     cJSON_AddNumberToObject(out->params, "microbatches", c->gen.microbatches);
     cJSON_AddNumberToObject(out->params, "layers", c->gen.layers);
     cJSON_AddNumberToObject(out->params, "seed", (double)c->gen.seed);
-    return TSIM_OK;
+    return c->shard_count ? TSIM_OK : tsim_study_finish(out, err);
+}
+
+int tsim_study_finish(tsim_study *s, tsim_error *err)
+{
+    if (s->shard_count)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "finishing a partial %s study", s->study);
+    if (strcmp(s->study, "ablation") == 0)
+        return ablation_finish(s, err);
+    if (strcmp(s->study, "sweep") == 0)
+        return sweep_finish(s, err);
+    /* table1 on a fitted regime (fit.c) has no paper lambda* to set beside */
+    if (strcmp(s->study, "table1") == 0 && !cJSON_GetObjectItemCaseSensitive(s->params, "regime"))
+        return table1_finish(s, err);
+    return TSIM_OK; /* scaling: the grid's rows are the result */
 }

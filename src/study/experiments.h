@@ -28,6 +28,10 @@ typedef struct {
     tsim_step_model step_model;
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
+    /* --shard I/N: only grid points I, I+N, ... run, and the study stays
+     * partial (tsim_study's points and rows_per_point; no finishing), for
+     * taotsim merge. shard_count 0: the whole grid. */
+    int shard_index, shard_count;
 
     /* table1 */
     const char *traces_dir;     /* directory with epNN-immNN.jsonl.gz */
@@ -69,6 +73,12 @@ int tsim_run_table1(const tsim_study_config *c, tsim_study *out, tsim_error *err
 int tsim_run_ablation(const tsim_study_config *c, tsim_study *out, tsim_error *err);
 int tsim_run_sweep(const tsim_study_config *c, tsim_study *out, tsim_error *err);
 int tsim_run_scaling(const tsim_study_config *c, tsim_study *out, tsim_error *err);
+
+/* Turns the rows of every grid point (as the grid made them, point-major)
+ * into the study's result: ablation's mean over seeds, the break-even lambda
+ * of table1 and sweep. What a study run does after its grid, and what
+ * taotsim merge does once the shards' rows are together. */
+int tsim_study_finish(tsim_study *s, tsim_error *err);
 
 /* Markdown or CSV of a study (JSON: tsim_study_json). */
 int tsim_study_print(FILE *out, const tsim_study *s, tsim_format fmt, bool show_std, tsim_error *err);

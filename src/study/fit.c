@@ -402,8 +402,17 @@ int tsim_run_table1_regime(const tsim_study_config *c, const tsim_regime *r, tsi
     ctx.rows = calloc((size_t)TSIM_FIT_CELLS * (size_t)ctx.n, sizeof *ctx.rows);
     if (!ctx.rows)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    rc = run_grid(c, TSIM_FIT_CELLS, table1_job, &ctx, err);
+    /* table1 --regime takes --shard like every study (tsim_study_finish has nothing to add) */
+    job_wrap w = {table1_job, &ctx, c};
+    rc = tsim_grid_run_shard(TSIM_FIT_CELLS, c->shard_index, c->shard_count, c->threads, wrapped_job,
+                             wrapped_progress, &w, err);
+    out->points = TSIM_FIT_CELLS;
+    out->rows_per_point = ctx.n;
+    out->shard_index = c->shard_index;
+    out->shard_count = c->shard_count;
     for (int i = 0; rc == TSIM_OK && i < TSIM_FIT_CELLS * ctx.n; i++) {
+        if (!tsim_grid_point_in_shard(i / ctx.n, c->shard_index, c->shard_count))
+            continue;
         tsim_study_row *row = tsim_study_add(out);
         if (!row)
             rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");

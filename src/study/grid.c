@@ -73,3 +73,36 @@ int tsim_grid_run(int n, int threads, tsim_grid_job job, tsim_grid_progress prog
     free(g.status);
     return rc;
 }
+
+/* A shard's jobs renumbered 0..k-1 for tsim_grid_run. */
+typedef struct {
+    int shard_index, shard_count;
+    tsim_grid_job job;
+    tsim_grid_progress progress;
+    void *ctx;
+} shard_wrap;
+
+static int shard_job(void *w_, int k, tsim_error *err)
+{
+    shard_wrap *w = w_;
+    return w->job(w->ctx, w->shard_index + k * w->shard_count, err);
+}
+
+static void shard_progress(void *w_, int done, int total)
+{
+    shard_wrap *w = w_;
+    if (w->progress)
+        w->progress(w->ctx, done, total);
+}
+
+int tsim_grid_run_shard(int n, int shard_index, int shard_count, int threads, tsim_grid_job job,
+                        tsim_grid_progress progress, void *ctx, tsim_error *err)
+{
+    if (shard_count <= 0)
+        return tsim_grid_run(n, threads, job, progress, ctx, err);
+    if (shard_index < 0 || shard_index >= shard_count)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "shard %d/%d", shard_index, shard_count);
+    int k = n > shard_index ? (n - shard_index + shard_count - 1) / shard_count : 0;
+    shard_wrap w = {shard_index, shard_count, job, progress, ctx};
+    return tsim_grid_run(k, threads, shard_job, shard_progress, &w, err);
+}

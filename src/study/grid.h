@@ -13,4 +13,16 @@ typedef void (*tsim_grid_progress)(void *ctx, int done, int total);
 
 int tsim_grid_run(int n, int threads, tsim_grid_job job, tsim_grid_progress progress, void *ctx, tsim_error *err);
 
+/* The same over the points of one shard (--shard I/N): jobs I, I+N, I+2N, ...
+ * of 0..n-1 (all of them when shard_count is 0); progress counts the
+ * shard's jobs. */
+int tsim_grid_run_shard(int n, int shard_index, int shard_count, int threads, tsim_grid_job job,
+                        tsim_grid_progress progress, void *ctx, tsim_error *err);
+
+/* Whether grid point `point` belongs to shard I/N (every point when N is 0). */
+static inline int tsim_grid_point_in_shard(int point, int shard_index, int shard_count)
+{
+    return shard_count <= 0 || point % shard_count == shard_index;
+}
+
 #endif

@@ -9,8 +9,27 @@ const char *const tsim_note_names[TSIM_NOTE_KINDS] = {
     "auction_capped", "ipm_fallback", "threshold_skip", "gpu_fallback", "node_limit",
 };
 
+static int session_setup(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots, const int32_t *home,
+                         const tsim_planner *planners, int n_planners, double lambda_eval, bool start,
+                         tsim_error *err);
+
 int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots, const int32_t *home,
                       const tsim_planner *planners, int n_planners, double lambda_eval, tsim_error *err)
+{
+    return session_setup(s, ranks, experts, ranks_per_node, slots, home, planners, n_planners, lambda_eval, true, err);
+}
+
+int tsim_session_init_results(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots,
+                              const int32_t *home, const tsim_planner *planners, int n_planners, double lambda_eval,
+                              tsim_error *err)
+{
+    return session_setup(s, ranks, experts, ranks_per_node, slots, home, planners, n_planners, lambda_eval, false,
+                         err);
+}
+
+static int session_setup(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots, const int32_t *home,
+                         const tsim_planner *planners, int n_planners, double lambda_eval, bool start,
+                         tsim_error *err)
 {
     memset(s, 0, sizeof *s);
     s->lambda_eval = lambda_eval;
@@ -34,6 +53,8 @@ int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_nod
         s->planners[i] = planners[i];
         s->planners[i].state = NULL;
         s->n_planners = i + 1;
+        if (!start)
+            continue; /* results only (taotsim merge): nothing plans */
         if ((rc = tsim_planner_start(&s->planners[i], &s->topo, err)))
             goto fail;
         const tsim_planner_desc *d = s->planners[i].desc;
@@ -53,6 +74,7 @@ void tsim_session_free(tsim_session *s)
         tsim_planner_stop(&s->planners[i]);
         for (int m = 0; m < TSIM_M_COUNT; m++)
             tsim_series_free(&s->results[i].metrics[m]);
+        free(s->results[i].runs);
         if (s->previous) {
             free(s->previous[i].layers);
             free(s->previous[i].placements);
@@ -347,4 +369,62 @@ void tsim_session_bound_memory(tsim_session *s, size_t exact_max)
     for (int i = 0; i < s->n_planners; i++)
         for (int m = 0; m < TSIM_M_COUNT; m++)
             tsim_series_bound(&s->results[i].metrics[m], exact_max);
+}
+
+int tsim_session_commit_begin(tsim_session *s, const tsim_record *rec, tsim_error *err)
+{
+    if (!s->keep_ids)
+        return TSIM_OK;
+    if (s->n_ids == s->cap_ids) {
+        int64_t cap = s->cap_ids ? s->cap_ids * 2 : 256;
+        tsim_record_id *ids = realloc(s->ids, sizeof *ids * (size_t)cap);
+        if (!ids)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        s->ids = ids;
+        s->cap_ids = cap;
+    }
+    s->ids[s->n_ids++] = (tsim_record_id){rec->index, rec->microbatch, rec->layer};
+    return TSIM_OK;
+}
+
+/* Appends a record's sequence number to the planner's runs. */
+static int runs_add(tsim_planner_result *res, int64_t seq, tsim_error *err)
+{
+    if (res->n_runs && res->runs[2 * res->n_runs - 2] + res->runs[2 * res->n_runs - 1] == seq) {
+        res->runs[2 * res->n_runs - 1]++;
+        return TSIM_OK;
+    }
+    if (res->n_runs == res->cap_runs) {
+        int64_t cap = res->cap_runs ? 2 * res->cap_runs : 16;
+        int64_t *runs = realloc(res->runs, sizeof *runs * 2 * (size_t)cap);
+        if (!runs)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        res->runs = runs;
+        res->cap_runs = cap;
+    }
+    res->runs[2 * res->n_runs] = seq;
+    res->runs[2 * res->n_runs + 1] = 1;
+    res->n_runs++;
+    return TSIM_OK;
+}
+
+int tsim_session_commit(tsim_session *s, int planner, int64_t seq, const tsim_record *rec, tsim_plan *plan,
+                        const tsim_metrics *m, uint32_t notes, bool placed, tsim_error *err)
+{
+    tsim_planner_result *res = &s->results[planner];
+    if (placed)
+        s->rehoming = true;
+    for (int k = 0; k < TSIM_M_COUNT; k++)
+        if (tsim_series_push(&res->metrics[k], m->v[k]))
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    for (int b = 0; b < TSIM_NOTE_KINDS; b++)
+        if (notes & (1u << b))
+            res->note_records[b]++;
+    res->records++;
+    int rc;
+    if (s->keep_indices && (rc = runs_add(res, seq, err)))
+        return rc;
+    if (s->hook && (rc = s->hook(s->hook_ctx, s, planner, rec, plan, m, err)))
+        return rc;
+    return TSIM_OK;
 }

@@ -21,6 +21,11 @@ typedef struct {
     tsim_series metrics[TSIM_M_COUNT];
     int64_t note_records[TSIM_NOTE_KINDS]; /* records with each TSIM_NOTE_* bit */
     int64_t records;
+    /* With keep_indices (sharded replays): which records were planned, as
+     * pairs (first, count) of ascending runs of their sequence numbers (the
+     * order the reader gave them, from 0). */
+    int64_t *runs;
+    int64_t n_runs, cap_runs;
 } tsim_planner_result;
 
 /* Identity of a record, kept for per-record output. */
@@ -59,6 +64,7 @@ typedef struct tsim_session {
     bool keep_ids;                /* remember each record's id (per-record output) */
     tsim_record_id *ids;
     int64_t n_ids, cap_ids;
+    bool keep_indices;            /* remember each planner's record indices (results[].runs) */
     tsim_plan_hook hook;
     void *hook_ctx;
     tsim_previous_placements *previous; /* [n_planners] */
@@ -83,6 +89,11 @@ typedef struct tsim_session {
 int tsim_session_init(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots, const int32_t *home,
                       const tsim_planner *planners, int n_planners, double lambda_eval, tsim_error *err);
 void tsim_session_free(tsim_session *s);
+/* A session that only holds results (taotsim merge): as init, but no
+ * planner is started. */
+int tsim_session_init_results(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots,
+                              const int32_t *home, const tsim_planner *planners, int n_planners, double lambda_eval,
+                              tsim_error *err);
 
 /* Plans and scores one record with every planner (with `pipeline`, possibly
  * later: see tsim_session_drain). */
@@ -111,5 +122,35 @@ tsim_summary tsim_session_summary(const tsim_session *s, int planner, tsim_metri
  * record. Does nothing when keep_ids is set: per-record output needs every value. */
 #define TSIM_SESSION_EXACT_RECORDS 16384
 void tsim_session_bound_memory(tsim_session *s, size_t exact_max);
+
+/* Recording one record's results, for callers that plan elsewhere (the -j
+ * threads below): commit_begin once per record (the id, for per-record
+ * output), then commit per planner in planner order with the evaluated
+ * plan, its metrics (plan_ns, step model included), notes and whether it
+ * carried a placement; the hook is called from here. The session's
+ * evaluator must hold the plan's loads (load_after) for the hook. */
+int tsim_session_commit_begin(tsim_session *s, const tsim_record *rec, tsim_error *err);
+int tsim_session_commit(tsim_session *s, int planner, int64_t seq, const tsim_record *rec, tsim_plan *plan,
+                        const tsim_metrics *m, uint32_t notes, bool placed, tsim_error *err);
+
+/* replay -j N (session_jobs.c): records planned by `workers` threads (the
+ * caller's included), results committed to the session in record order, so
+ * every output is byte-identical to one thread's (plan_ns aside, which is a
+ * wall time anyway). At most 32 records per thread are in flight. Planners
+ * with per-layer memory (`prime`: LPLB, EPLB) get one instance per layer,
+ * whose records run in order; external planners one instance for all
+ * records, in order; every other planner one instance per thread. A planner
+ * with plan_batch is handed up to 32 records at a time. The session's
+ * pipeline/window fields are not used on this path. */
+typedef struct tsim_session_jobs tsim_session_jobs;
+int tsim_session_jobs_start(tsim_session_jobs **out, tsim_session *s, int workers, tsim_error *err);
+/* Queues a copy of rec for the planners with want[p] (NULL: all); a record
+ * no planner wants is skipped. Hand it every record of the trace: the calls
+ * number them (keep_indices). May plan and commit earlier records. */
+int tsim_session_jobs_record(tsim_session_jobs *j, const tsim_record *rec, const bool *want, tsim_error *err);
+/* Plans and commits everything queued. */
+int tsim_session_jobs_finish(tsim_session_jobs *j, tsim_error *err);
+/* Stops the threads (after finishing what they run) and frees. */
+void tsim_session_jobs_free(tsim_session_jobs *j);
 
 #endif

@@ -254,3 +254,164 @@ tsim_summary tsim_series_summary(const tsim_series *s)
     free(scratch);
     return out;
 }
+
+/* ---- sketches: the bounded summary as data, and merging two of them ------ */
+
+int tsim_sketch_bins(void)
+{
+    return ALL_BINS;
+}
+
+void tsim_sketch_free(tsim_sketch *k)
+{
+    free(k->bin);
+    free(k->count);
+    free(k->bin_min);
+    memset(k, 0, sizeof *k);
+}
+
+static int sketch_of_hist(const struct tsim_series_hist *h, uint64_t n, tsim_sketch *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    out->below = h->below;
+    out->above = h->above;
+    out->sum = h->sum;
+    out->mean = h->w_mean;
+    out->m2 = h->w_m2;
+    out->min = h->min;
+    out->max = h->max;
+    size_t bins = 0;
+    for (int c = 0; c < N_CHUNKS; c++)
+        for (int i = 0; h->chunks[c] && i < CHUNK_BINS; i++)
+            bins += h->chunks[c]->n[i] != 0;
+    if (bins) {
+        out->bin = malloc(sizeof *out->bin * bins);
+        out->count = malloc(sizeof *out->count * bins);
+        out->bin_min = malloc(sizeof *out->bin_min * bins);
+        if (!out->bin || !out->count || !out->bin_min) {
+            tsim_sketch_free(out);
+            return -1;
+        }
+    }
+    for (int c = 0; c < N_CHUNKS; c++)
+        for (int i = 0; h->chunks[c] && i < CHUNK_BINS; i++)
+            if (h->chunks[c]->n[i]) {
+                out->bin[out->n_bins] = c * CHUNK_BINS + i;
+                out->count[out->n_bins] = h->chunks[c]->n[i];
+                out->bin_min[out->n_bins] = h->chunks[c]->min[i];
+                out->n_bins++;
+            }
+    return 0;
+}
+
+int tsim_series_sketch(const tsim_series *s, tsim_sketch *out)
+{
+    if (s->hist)
+        return sketch_of_hist(s->hist, s->n, out);
+    struct tsim_series_hist *h = calloc(1, sizeof *h);
+    if (!h)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < s->n && rc == 0; i++)
+        rc = hist_add(h, i, s->values[i]);
+    if (rc == 0)
+        rc = sketch_of_hist(h, s->n, out);
+    hist_free(h);
+    return rc;
+}
+
+int tsim_series_from_sketch(tsim_series *s, const tsim_sketch *k)
+{
+    if (s->n || s->hist)
+        return -1;
+    struct tsim_series_hist *h = calloc(1, sizeof *h);
+    if (!h)
+        return -1;
+    h->sum = k->sum;
+    h->w_mean = k->mean;
+    h->w_m2 = k->m2;
+    h->min = k->min;
+    h->max = k->max;
+    h->below = k->below;
+    h->above = k->above;
+    uint64_t total = k->below + k->above;
+    for (size_t i = 0; i < k->n_bins; i++) {
+        int b = k->bin[i];
+        /* ascending, in range, non-empty: anything else is a damaged file */
+        if (b < 0 || b >= ALL_BINS || (i > 0 && b <= k->bin[i - 1]) || k->count[i] == 0) {
+            hist_free(h);
+            return -1;
+        }
+        hist_chunk *c = h->chunks[b / CHUNK_BINS];
+        if (!c && !(c = h->chunks[b / CHUNK_BINS] = calloc(1, sizeof *c))) {
+            hist_free(h);
+            return -1;
+        }
+        c->n[b % CHUNK_BINS] = k->count[i];
+        c->min[b % CHUNK_BINS] = k->bin_min[i];
+        total += k->count[i];
+    }
+    if (total != k->n) {
+        hist_free(h);
+        return -1;
+    }
+    free(s->values);
+    s->values = NULL;
+    s->cap = 0;
+    s->n = (size_t)k->n;
+    s->hist = h;
+    return 0;
+}
+
+/* Chan, Golub and LeVeque's pairwise update of Welford's mean and M2. */
+static void chan_combine(double *mean, double *m2, uint64_t na, double mean_b, double m2_b, uint64_t nb)
+{
+    if (nb == 0)
+        return;
+    if (na == 0) {
+        *mean = mean_b;
+        *m2 = m2_b;
+        return;
+    }
+    const double n = (double)na + (double)nb;
+    const double delta = mean_b - *mean;
+    *mean += delta * ((double)nb / n);
+    *m2 += m2_b + delta * delta * ((double)na * (double)nb / n);
+}
+
+int tsim_series_merge(tsim_series *dst, const tsim_series *src)
+{
+    if (!dst->hist)
+        return -1;
+    if (src->n == 0)
+        return 0;
+    tsim_sketch k;
+    if (tsim_series_sketch(src, &k))
+        return -1;
+    struct tsim_series_hist *h = dst->hist;
+    const uint64_t na = dst->n;
+    for (size_t i = 0; i < k.n_bins; i++) {
+        int b = k.bin[i];
+        hist_chunk *c = h->chunks[b / CHUNK_BINS];
+        if (!c && !(c = h->chunks[b / CHUNK_BINS] = calloc(1, sizeof *c))) {
+            tsim_sketch_free(&k);
+            return -1;
+        }
+        int j = b % CHUNK_BINS;
+        if (c->n[j] == 0 || k.bin_min[i] < c->min[j])
+            c->min[j] = k.bin_min[i];
+        c->n[j] += k.count[i];
+    }
+    h->sum += k.sum;
+    chan_combine(&h->w_mean, &h->w_m2, na, k.mean, k.m2, k.n);
+    if (na == 0 || k.min < h->min)
+        h->min = k.min;
+    if (na == 0 || k.max > h->max)
+        h->max = k.max;
+    h->below += k.below;
+    h->above += k.above;
+    dst->n += (size_t)k.n;
+    tsim_sketch_free(&k);
+    return 0;
+}

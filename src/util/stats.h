@@ -4,6 +4,7 @@
 #define TSIM_STATS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     double mean, std, min, p50, p95, max;
@@ -50,6 +51,39 @@ static inline int tsim_series_exact(const tsim_series *s)
 }
 /* The mean: the same sum in push order, divided by n, in both modes. */
 double tsim_series_mean(const tsim_series *s);
+
+/* The bounded summary as plain data, for partial results that another
+ * process merges (taotsim merge). Bins are listed in value order, only those
+ * holding a value: bin[i] is the bin's number in stats.c's layout, count[i]
+ * its values, bin_min[i] the smallest of them. */
+typedef struct {
+    uint64_t n, below, above; /* values; -inf; +inf and NaN */
+    double sum, mean, m2;     /* sum in push order; Welford's mean and M2 */
+    double min, max;
+    size_t n_bins;
+    int32_t *bin;
+    uint64_t *count;
+    double *bin_min;
+} tsim_sketch;
+
+/* The sketch of a series: its own when bounded; an exact series is pushed
+ * through a fresh summary in order (the same sum, moments and bins it would
+ * have had bounded). 0 ok, -1 out of memory. */
+int tsim_series_sketch(const tsim_series *s, tsim_sketch *out);
+void tsim_sketch_free(tsim_sketch *k);
+/* Makes an empty series the bounded series the sketch describes. Returns -1
+ * when out of memory or when the sketch is inconsistent (a bin out of range
+ * or listed twice, counts not adding up to n). */
+int tsim_series_from_sketch(tsim_series *s, const tsim_sketch *k);
+/* Adds src's values to dst as if pushed after dst's, for a bounded dst:
+ * n, min, max, the infinities and every bin exactly (so p50 and p95 are what
+ * one series of all the values gives); the sum is dst's plus src's, and the
+ * mean and M2 combine by Chan et al.'s parallel formula, so mean and std may
+ * differ from one pass over the values in the last bits. src may be exact
+ * (its values are summarised first). -1 when out of memory or dst is exact. */
+int tsim_series_merge(tsim_series *dst, const tsim_series *src);
+/* Number of bins of the layout (bins are 0 .. tsim_sketch_bins() - 1). */
+int tsim_sketch_bins(void);
 
 /* Summarises values (sorting a copy in scratch, which must hold n doubles). */
 tsim_summary tsim_summarize(const double *values, size_t n, double *scratch);

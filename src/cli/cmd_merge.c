@@ -1,0 +1,345 @@
+/* `taotsim merge`: the partial results of `--shard I/N` runs of one command
+ * (replay or a study) into the result of the whole run (merge.h). */
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "experiments.h"
+#include "failif.h"
+#include "merge.h"
+#include "options.h"
+#include "outfile.h"
+#include "plot.h"
+#include "replay_output.h"
+#include "report.h"
+#include "shard_cli.h"
+
+#define MAX_GATES 32
+
+static void merge_help(void)
+{
+    printf("usage: taotsim merge PART.json... [-o OUT] [--format md|csv|json] [options]\n"
+           "\n"
+           "Combines the partial results written by 'taotsim COMMAND ... --shard I/N' (replay\n"
+           "or any study; one file per shard, any order) into the result of the whole\n"
+           "run, as COMMAND without --shard would print it. The parts must come from the\n"
+           "same command line and taotsim build, cover every shard 0..N-1 once, and\n"
+           "(replay) the same trace; anything else is an error naming the files, and\n"
+           "nothing is written.\n"
+           "\n"
+           "The result is byte-identical to the unsharded run's for every study, and for\n"
+           "a replay that keeps per-record values (at most %d records, or --per-record).\n"
+           "A longer replay is merged from the shards' summaries: records, min, max, p50\n"
+           "and p95 come out exactly as one run gives them; mean and std are combined by\n"
+           "Chan et al.'s pairwise formula and may differ from one run's in the last\n"
+           "digits (relative error about 1e-15). The \"command\" of a JSON result is the\n"
+           "shards' command line without --shard, -o, --format and -j, followed by this\n"
+           "merge's options: the command that gives the same result unsharded.\n"
+           "\n"
+           "Options:\n"
+           "  --format md|csv|json output format (default md)\n"
+           "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
+           "  --std                studies: show ± std beside means\n"
+           "  --fail-if EXPR       exit 1 when EXPR holds (names as in the merged command)\n"
+           "  --plots DIR          also write gnuplot figures (PNG and SVG) into DIR\n"
+           "  -h, --help           this help\n",
+           TSIM_SESSION_EXACT_RECORDS);
+}
+
+enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_STD, OPT_FAIL_IF, OPT_PLOTS };
+
+static const tsim_cli_option merge_options[] = {
+    {"format", 0, true, OPT_FORMAT}, {"output", 'o', true, OPT_OUTPUT}, {"std", 0, false, OPT_STD},
+    {"fail-if", 0, true, OPT_FAIL_IF}, {"plots", 0, true, OPT_PLOTS},   {0},
+};
+
+typedef struct {
+    const char **parts;
+    int n_parts;
+    tsim_format format;
+    const char *out_path, *plots_dir;
+    const char *gates[MAX_GATES];
+    int n_gates;
+    bool show_std;
+} merge_args;
+
+static int merge_option(void *ctx, int id, const char *val, tsim_error *err)
+{
+    merge_args *a = ctx;
+    switch (id) {
+    case OPT_FORMAT:
+        return tsim_format_parse(val, &a->format, err);
+    case OPT_OUTPUT:
+        a->out_path = val;
+        return TSIM_OK;
+    case OPT_STD:
+        a->show_std = true;
+        return TSIM_OK;
+    case OPT_PLOTS:
+        a->plots_dir = val;
+        return TSIM_OK;
+    case OPT_FAIL_IF: {
+        if (a->n_gates == MAX_GATES)
+            return tsim_error_set(err, TSIM_E_INPUT, "at most %d --fail-if expressions", MAX_GATES);
+        tsim_failif *f;
+        int rc = tsim_failif_parse(val, &f, err);
+        if (rc)
+            return rc;
+        tsim_failif_free(f);
+        a->gates[a->n_gates++] = val;
+        return TSIM_OK;
+    }
+    default:
+        return tsim_error_set(err, TSIM_E_INTERNAL, "merge: option %d has no handler", id);
+    }
+}
+
+static int merge_positional(void *ctx, const char *arg, tsim_error *err)
+{
+    (void)err;
+    merge_args *a = ctx;
+    a->parts[a->n_parts++] = arg;
+    return TSIM_OK;
+}
+
+/* The command line the merged result records: the shards' command (without
+ * --shard, -o, --format, -j) and then this merge's options, as typed. */
+static int set_command_line(const tsim_partial *part, int argc, char **argv, const merge_args *a)
+{
+    char **line = calloc((size_t)part->argc + (size_t)argc + 2, sizeof *line);
+    if (!line)
+        return -1;
+    int n = 0;
+    line[n++] = "taotsim";
+    for (int i = 0; i < part->argc; i++)
+        line[n++] = part->argv[i];
+    for (int i = 1; i < argc; i++) {
+        bool is_part = false;
+        for (int k = 0; k < a->n_parts && !is_part; k++)
+            is_part = argv[i] == a->parts[k];
+        if (!is_part)
+            line[n++] = argv[i];
+    }
+    tsim_report_set_command_line(n, line);
+    free(line);
+    return 0;
+}
+
+/* The gates over a replay's planners, as replay checks them. */
+static int replay_gates(const tsim_session *s, const merge_args *a)
+{
+    if (a->n_gates == 0)
+        return TSIM_OK;
+    tsim_study study;
+    tsim_study_init(&study, "replay");
+    for (int p = 0; p < s->n_planners; p++) {
+        tsim_study_row *row = tsim_study_add(&study);
+        if (row)
+            tsim_study_row_from_session(row, s, p);
+    }
+    int status = tsim_study_check_gates(&study, a->gates, a->n_gates, "merge", stderr);
+    tsim_study_free(&study);
+    return status;
+}
+
+/* Prints (through out), checks the gates and writes the plots of a merged
+ * result; json is the result as JSON (for the plots; may be NULL without). */
+static int write_result(const char *cmd, const merge_args *a, int (*print)(FILE *, const void *, const merge_args *,
+                                                                               tsim_error *),
+                        const void *result, int (*gates)(const void *, const merge_args *),
+                        cJSON *(*to_json)(const void *))
+{
+    tsim_error err = {0};
+    /* gates first: one that names nothing is exit 2, and exit 2 writes nothing */
+    int gate_status = gates(result, a);
+    if (gate_status == TSIM_E_INPUT)
+        return gate_status;
+    tsim_outfile out;
+    if (tsim_outfile_open(&out, a->out_path, &err) || print(out.fp, result, a, &err) ||
+        tsim_outfile_commit(&out, &err)) {
+        tsim_outfile_abort(&out);
+        return tsim_cli_fail(cmd, &err);
+    }
+    if (a->plots_dir) {
+        cJSON *j = to_json(result);
+        int rc = j ? tsim_plot_result(j, a->plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err)
+                   : tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        cJSON_Delete(j);
+        if (rc)
+            return tsim_cli_fail(cmd, &err);
+    }
+    return gate_status;
+}
+
+/* ---- replay ---------------------------------------------------------------------- */
+
+typedef struct {
+    tsim_session s;
+    tsim_replay_output_options oo;
+} merged_replay;
+
+static int print_replay(FILE *fp, const void *r_, const merge_args *a, tsim_error *err)
+{
+    const merged_replay *r = r_;
+    tsim_replay_output_options oo = r->oo;
+    oo.format = a->format;
+    return tsim_replay_output_print(fp, &r->s, &oo, err);
+}
+
+static int gates_replay(const void *r_, const merge_args *a)
+{
+    return replay_gates(&((const merged_replay *)r_)->s, a);
+}
+
+static cJSON *json_replay(const void *r_)
+{
+    const merged_replay *r = r_;
+    return tsim_replay_json(&r->s, &r->oo);
+}
+
+static int merge_replay(const tsim_partial *parts, int n, const merge_args *a)
+{
+    const char *cmd = "merge";
+    tsim_error err = {0};
+    tsim_replay_partial_setup setup;
+    if (tsim_replay_partial_setup_get(&parts[0], &setup, &err))
+        return tsim_cli_fail(cmd, &err);
+    /* the shards' own command line gives every planner its options */
+    static tsim_replay_merge_config config;
+    if (tsim_replay_config_parse(parts[0].argc, parts[0].argv, &config, &err)) {
+        tsim_trace_header_free(&setup.header);
+        tsim_error_prefix(&err, "%s", parts[0].path);
+        return tsim_cli_fail(cmd, &err);
+    }
+    /* the planners the shards ran, in their order (the default list may
+     * have left lplb out) */
+    tsim_planner planners[64];
+    for (int p = 0; p < setup.n_planners; p++) {
+        int found = -1;
+        for (int q = 0; q < config.n_planners && found < 0; q++)
+            if (strcmp(config.planners[q].label, setup.labels[p]) == 0)
+                found = q;
+        if (found < 0) {
+            tsim_trace_header_free(&setup.header);
+            tsim_error_set(&err, TSIM_E_INPUT, "%s: planner '%s' is not in the shards' --planners", parts[0].path,
+                           setup.labels[p]);
+            return tsim_cli_fail(cmd, &err);
+        }
+        planners[p] = config.planners[found];
+    }
+    merged_replay r = {0};
+    const tsim_trace_header *h = &setup.header;
+    if (tsim_session_init_results(&r.s, h->ep, h->experts, h->ranks_per_node, config.slots, h->home, planners,
+                                  setup.n_planners, config.lambda_eval, &err)) {
+        tsim_trace_header_free(&setup.header);
+        return tsim_cli_fail(cmd, &err);
+    }
+    r.s.timing = config.timing;
+    r.s.step_model_on = config.step_model_on;
+    r.s.step_model = config.step_model;
+    r.s.keep_ids = setup.per_record;
+    tsim_session_bound_memory(&r.s, TSIM_SESSION_EXACT_RECORDS);
+    int status;
+    if (tsim_replay_merge(&r.s, parts, n, &err)) {
+        status = tsim_cli_fail(cmd, &err);
+    } else {
+        r.oo = (tsim_replay_output_options){.format = a->format, .per_record = setup.per_record,
+                                            .trace_path = setup.trace_path, .header = h, .records = setup.records};
+        status = write_result(cmd, a, print_replay, &r, gates_replay, json_replay);
+    }
+    tsim_session_free(&r.s);
+    tsim_trace_header_free(&setup.header);
+    return status;
+}
+
+/* ---- studies ---------------------------------------------------------------------- */
+
+static int print_study(FILE *fp, const void *st, const merge_args *a, tsim_error *err)
+{
+    return tsim_study_print(fp, st, a->format, a->show_std, err);
+}
+
+static int gates_study(const void *st, const merge_args *a)
+{
+    return tsim_study_check_gates(st, a->gates, a->n_gates, "merge", stderr);
+}
+
+static cJSON *json_study(const void *st)
+{
+    return tsim_study_json(st);
+}
+
+static int merge_study(const tsim_partial *parts, int n, const merge_args *a)
+{
+    tsim_error err = {0};
+    tsim_study study;
+    int status;
+    if (tsim_study_merge(&study, parts, n, &err))
+        status = tsim_cli_fail("merge", &err);
+    else
+        status = write_result("merge", a, print_study, &study, gates_study, json_study);
+    tsim_study_free(&study);
+    return status;
+}
+
+int tsim_cmd_merge(int argc, char **argv)
+{
+    const char *cmd = "merge";
+    tsim_error err = {0};
+    merge_args a = {.format = TSIM_FORMAT_MD};
+    a.parts = calloc((size_t)argc, sizeof *a.parts);
+    if (!a.parts) {
+        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        return tsim_cli_fail(cmd, &err);
+    }
+    const tsim_cli_parser parser = {
+        .cmd = cmd, .options = merge_options, .on_option = merge_option, .on_positional = merge_positional,
+        .ctx = &a,
+    };
+    int status = tsim_cli_parse(&parser, argc, argv);
+    if (status == TSIM_CLI_HELP) {
+        merge_help();
+        free(a.parts);
+        return 0;
+    }
+    if (status == 0 && a.n_parts == 0)
+        status = tsim_cli_usage_error(cmd, "no partial results given (PART.json...)");
+    if (status) {
+        free(a.parts);
+        return status;
+    }
+    /* Before any work: the result can be written and is none of the parts;
+     * a missing gnuplot fails now, not after the merge. */
+    const char *flags[] = {"-o"};
+    if (tsim_outfile_check_writable(a.out_path, &err) ||
+        tsim_outfile_check_distinct(&a.out_path, flags, 1, a.parts, a.n_parts, &err) ||
+        (a.plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err))) {
+        free(a.parts);
+        return tsim_cli_fail(cmd, &err);
+    }
+    tsim_partial *parts = calloc((size_t)a.n_parts, sizeof *parts);
+    if (!parts) {
+        free(a.parts);
+        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        return tsim_cli_fail(cmd, &err);
+    }
+    int loaded = 0;
+    for (; loaded < a.n_parts; loaded++)
+        if (tsim_partial_load(&parts[loaded], a.parts[loaded], &err))
+            break;
+    if (loaded < a.n_parts || tsim_partials_check(parts, a.n_parts, &err))
+        status = tsim_cli_fail(cmd, &err);
+    else if (set_command_line(&parts[0], argc, argv, &a))
+        status = tsim_cli_fail(cmd, &(tsim_error){.code = TSIM_E_INTERNAL, .msg = "out of memory"});
+    else if (strcmp(parts[0].study, "replay") == 0)
+        status = merge_replay(parts, a.n_parts, &a);
+    else
+        status = merge_study(parts, a.n_parts, &a);
+    for (int i = 0; i < loaded; i++)
+        tsim_partial_free(&parts[i]);
+    free(parts);
+    free(a.parts);
+    return status;
+}

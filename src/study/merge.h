@@ -1,0 +1,133 @@
+/* --shard I/N and taotsim merge: which part of a run a shard does, the
+ * partial result it writes (JSON), and combining the partial results of one
+ * command into the result of the whole run.
+ *
+ * replay: shard I plans records [lo, hi) of the I-th of N contiguous ranges
+ * (tsim_shard_range) with every planner that keeps no memory across records;
+ * a planner with per-layer memory (LPLB's prev history, EPLB's window) plans
+ * whole layers instead, the layers whose order of first appearance d has
+ * (d + planner) mod N = I, so its history is exactly the unsharded one; an
+ * external planner runs whole in shard (planner mod N). The partial keeps
+ * every per-record value when the unsharded run would (at most
+ * TSIM_SESSION_EXACT_RECORDS records, or --per-record), and the merge then
+ * pushes them in record order: the same bytes as one run. Otherwise it keeps
+ * the bounded summary of stats.h (the log-bin sketch), merged exactly for
+ * n, min, max, p50 and p95, and by Chan et al.'s formula for mean and std
+ * (last-bit differences from one pass).
+ *
+ * Studies: shard I runs grid points I, I+N, ...; its rows are exact
+ * summaries, so the merged study is byte-identical to the unsharded one. */
+#ifndef TSIM_MERGE_H
+#define TSIM_MERGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "planner.h"
+#include "session.h"
+#include "study.h"
+#include "trace.h"
+
+struct cJSON;
+
+/* Format number of the partial results this build writes and reads. */
+#define TSIM_PARTIAL_FORMAT 1
+
+typedef struct {
+    int index, count; /* count 0: not sharded */
+} tsim_shard;
+
+/* "I/N" with 0 <= I < N <= TSIM_SHARD_MAX. */
+#define TSIM_SHARD_MAX 100000
+int tsim_shard_parse(const char *text, tsim_shard *out, tsim_error *err);
+
+/* The I-th of N contiguous ranges of total records: [*lo, *hi), sizes
+ * differing by at most one, the larger ones first; together they cover
+ * 0..total-1 once. */
+void tsim_shard_range(int64_t total, tsim_shard shard, int64_t *lo, int64_t *hi);
+
+/* What a planner remembers between records, which decides how records may be
+ * split between threads and shards. */
+typedef enum {
+    TSIM_MEMORY_NONE,  /* each record alone: any order, any thread */
+    TSIM_MEMORY_LAYER, /* per layer (a descriptor with `prime`): a layer's records in order */
+    TSIM_MEMORY_ALL,   /* anything (external planners): every record in order */
+} tsim_planner_memory;
+tsim_planner_memory tsim_planner_memory_of(const tsim_planner_desc *d);
+
+/* The shard that plans a record of the layer first seen d-th (0, 1, ...)
+ * with planner p of the given memory kind, the record being the seq-th of
+ * total (TSIM_MEMORY_NONE uses the range, the others ignore seq). */
+int tsim_shard_owner(tsim_planner_memory memory, int planner, int64_t dense_layer, int64_t seq, int64_t total,
+                     int shard_count);
+
+/* A command line without the options that do not change a result: --shard,
+ * -o/--output, --format and -j/--jobs (with their values, in any spelling:
+ * "--opt V", "--opt=V", "-oV"). Returns a NULL-terminated copy (free with
+ * tsim_argv_free), or NULL when out of memory. */
+char **tsim_argv_identity(int argc, char *const *argv, int *out_argc);
+void tsim_argv_free(char **argv);
+
+/* ---- writing partial results ---------------------------------------------------- */
+
+typedef struct {
+    tsim_shard shard;
+    char *const *argv;      /* the identity command line (tsim_argv_identity), argv[0] the command */
+    int argc;
+    const char *trace_path;
+    const tsim_trace_header *header;
+    int64_t records;        /* records in the whole trace */
+    bool per_record;
+    bool values;            /* keep per-record values (the unsharded run would) */
+} tsim_replay_partial_info;
+
+/* A replay shard's partial result. The session must have kept indices
+ * (keep_indices) when info->values is set. NULL when out of memory. */
+struct cJSON *tsim_replay_partial_json(const tsim_session *s, const tsim_replay_partial_info *info, tsim_error *err);
+
+/* A study shard's partial result (a study run with shard_count > 0). */
+struct cJSON *tsim_study_partial_json(const tsim_study *st, char *const *argv, int argc, tsim_error *err);
+
+/* ---- reading and merging ------------------------------------------------------------- */
+
+typedef struct {
+    char *path;
+    struct cJSON *root;
+    const char *study;   /* "replay", "table1", ... (into root) */
+    tsim_shard shard;
+    char **argv;         /* the identity command line, NULL-terminated (owned) */
+    int argc;
+} tsim_partial;
+
+/* Reads a partial result. Errors (TSIM_E_INPUT) name the file. */
+int tsim_partial_load(tsim_partial *p, const char *path, tsim_error *err);
+void tsim_partial_free(tsim_partial *p);
+
+/* Checks that parts[0..n-1] are the N shards of one command: the same tool
+ * version, command line, parameters and trace, each shard once, none
+ * missing. Errors (TSIM_E_INPUT) name the files. */
+int tsim_partials_check(const tsim_partial *parts, int n, tsim_error *err);
+
+/* What the shards' replay ran: the planners' labels in order, and the
+ * session's switches. The trace header gets a copy of the shards' (meta and
+ * home included; free with tsim_trace_header_free). */
+typedef struct {
+    char labels[64][TSIM_LABEL_MAX];
+    int n_planners;
+    bool timing, step_model, per_record, values;
+    int64_t records;
+    const char *trace_path;   /* into the first part */
+    tsim_trace_header header;
+} tsim_replay_partial_setup;
+int tsim_replay_partial_setup_get(const tsim_partial *part, tsim_replay_partial_setup *out, tsim_error *err);
+
+/* Fills a session made by tsim_session_init_results with the shards'
+ * planners (in the setup's order) with the merged results: series, notes,
+ * record counts, rehoming, ids. */
+int tsim_replay_merge(tsim_session *s, const tsim_partial *parts, int n, tsim_error *err);
+
+/* The merged study (finished with tsim_study_finish). */
+int tsim_study_merge(tsim_study *out, const tsim_partial *parts, int n, tsim_error *err);
+
+#endif

@@ -1,0 +1,1 @@
+for i in 0 1 2; do $TAOTSIM sweep traces/ep16-imb30.jsonl.gz --planners taot,echo --lambda-plan 1,2,3 --lambda-eval 3 --shard $i/3 -o $TMP/p$i.json || exit; done && cd $TMP && $TAOTSIM merge p*.json --fail-if 'lp2.le3.taot.weighted.mean > 1' -o out.md; s=$?; test -e out.md && echo "written (a gate that holds keeps the result)"; exit $s

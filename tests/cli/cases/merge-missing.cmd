@@ -1,0 +1,1 @@
+for i in 0 1 2; do $TAOTSIM sweep traces/ep16-imb30.jsonl.gz --planners taot,echo --lambda-plan 1,2,3 --lambda-eval 3 --shard $i/3 -o $TMP/p$i.json || exit; done && cd $TMP && $TAOTSIM merge p0.json p2.json -o out.md; s=$?; test -e out.md && echo written; exit $s

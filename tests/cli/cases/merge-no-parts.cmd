@@ -1,0 +1,1 @@
+$TAOTSIM merge -o $TMP/out.md; s=$?; test -e $TMP/out.md && echo written; exit $s
