@@ -315,7 +315,10 @@ Test(import, npy_bad_inputs)
     npy_file("j7.npy", 1, "{'descr': '<i8\xc3\xa9', 'fortran_order': False, 'shape': (1, 4)}", four, sizeof four);
     expect_error("j7.npy", &ep2,
                  "j7.npy: .npy header, byte 24: a non-ASCII byte in a version 1.0 header (only 3.0 allows UTF-8)");
-    npy_file("k.npy", 1, DICT("<i8", "(2, 4)"), four, sizeof four + 28);
+    /* 60 bytes of data (the 32 of `four`, then zeros): 4 short of [2, 4] */
+    unsigned char sixty[60] = {0};
+    memcpy(sixty, four, sizeof four);
+    npy_file("k.npy", 1, DICT("<i8", "(2, 4)"), sixty, sizeof sixty);
     expect_error("k.npy", &ep2,
                  "k.npy: shape [2, 4] of 8-byte elements needs 64 bytes of data, but the file holds 60 (truncated?)");
     npy_file("l.npy", 1, DICT("<i8", "(1, 4)"), four, sizeof four + 0);

@@ -4,6 +4,7 @@
  * beating it on random small records, determinism (also under parallel load),
  * the binary cap and the node budget. */
 #include <criterion/criterion.h>
+#include <glpk.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -731,6 +732,8 @@ static void *det_plan_all(void *arg)
     }
     tsim_planner_stop(&p);
     tsim_topology_free(&topo);
+    /* GLPK keeps an environment per thread; this thread is done with it */
+    glp_free_env();
     return NULL;
 }
 
