@@ -86,6 +86,9 @@ struct tsim_session_jobs {
     int64_t given;        /* records handed in (the next one's sequence number) */
     int64_t scan_from;    /* no slot before it has a pending task */
     bool finishing, stop, failed;
+    bool committing;      /* a thread is committing slots */
+    int commit_rc;        /* a commit failed (the hook, memory) */
+    tsim_error commit_err;
     int64_t pending;      /* tasks PENDING */
     int sleeping;         /* threads waiting for work */
     pthread_mutex_t lock;
@@ -401,6 +404,8 @@ static void finish_tasks(tsim_session_jobs *j, jobs_worker *w, int p, int n)
         pthread_cond_broadcast(&j->work); /* the chain's next task may be waiting */
 }
 
+static int commit_ready(tsim_session_jobs *j, tsim_error *err);
+
 static void *worker_main(void *arg)
 {
     jobs_worker *w = arg;
@@ -420,6 +425,8 @@ static void *worker_main(void *arg)
         run_tasks(j, w, p, n);
         pthread_mutex_lock(&j->lock);
         finish_tasks(j, w, p, n);
+        tsim_error ignored; /* a failed commit sticks; the main thread reports it */
+        commit_ready(j, &ignored);
     }
     pthread_mutex_unlock(&j->lock);
     return NULL;
@@ -456,27 +463,45 @@ static int commit_slot(tsim_session_jobs *j, jobs_slot *sl, tsim_error *err)
     return rc;
 }
 
-/* Commits the finished slots at the head; the lock is held on entry and exit
- * and dropped while committing. */
+/* Commits the finished slots at the head, unless another thread is at it
+ * (one committer at a time keeps record order; whichever thread finds work
+ * there does it, so the reading thread is not the only one pushing series).
+ * The lock is held on entry and exit and dropped while committing. A failed
+ * commit sticks: every later call returns it. */
 static int commit_ready(tsim_session_jobs *j, tsim_error *err)
 {
+    if (j->commit_rc) {
+        *err = j->commit_err;
+        return j->commit_rc;
+    }
+    if (j->committing)
+        return TSIM_OK;
     int64_t ready = j->head;
     while (ready < j->tail && slot_done(j, slot_at(j, ready)))
         ready++;
     if (ready == j->head)
         return TSIM_OK;
-    int64_t from = j->head;
+    const int64_t from = j->head;
+    j->committing = true;
     pthread_mutex_unlock(&j->lock);
     int rc = TSIM_OK;
+    tsim_error cerr = {0};
     for (int64_t q = from; q < ready && rc == TSIM_OK; q++)
-        rc = commit_slot(j, slot_at(j, q), err);
+        rc = commit_slot(j, slot_at(j, q), &cerr);
     pthread_mutex_lock(&j->lock);
-    if (rc)
-        return rc;
-    for (int64_t q = from; q < ready; q++)
-        memset(slot_at(j, q)->state, TASK_IDLE, (size_t)j->P);
-    j->head = ready;
-    return TSIM_OK;
+    j->committing = false;
+    if (rc) {
+        j->commit_rc = rc;
+        j->commit_err = cerr;
+        j->failed = true;
+        *err = cerr;
+    } else {
+        for (int64_t q = from; q < ready; q++)
+            memset(slot_at(j, q)->state, TASK_IDLE, (size_t)j->P);
+        j->head = ready;
+    }
+    pthread_cond_broadcast(&j->done); /* room in the window, or the failure */
+    return rc;
 }
 
 /* Main thread, lock held: commits what it can, else plans, else waits. One
