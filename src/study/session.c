@@ -113,12 +113,15 @@ static int previous_find(const tsim_previous_placements *pp, int64_t layer)
     return lo < pp->count && pp->layers[lo] == layer ? lo : -lo - 1;
 }
 
-/* Remembers placement (NULL: the static map) as the layer's previous one.
- * Allocates only for a layer not seen before. */
-static int previous_store(tsim_session *s, int planner, int64_t layer, const int32_t *placement, tsim_error *err)
+const int32_t *tsim_previous_placement(const tsim_previous_placements *pp, int E, int64_t layer)
 {
-    tsim_previous_placements *pp = &s->previous[planner];
-    const size_t E = (size_t)s->topo.experts;
+    const int at = previous_find(pp, layer);
+    return at >= 0 ? pp->placements + (size_t)at * (size_t)E : NULL;
+}
+
+int tsim_previous_placement_put(tsim_previous_placements *pp, int E, int64_t layer, const int32_t *placement,
+                                const int32_t *home, tsim_error *err)
+{
     int at = previous_find(pp, layer);
     if (at < 0) {
         if (!placement)
@@ -130,19 +133,29 @@ static int previous_store(tsim_session *s, int planner, int64_t layer, const int
             if (!layers)
                 return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for previous placements");
             pp->layers = layers;
-            int32_t *rows = realloc(pp->placements, sizeof *rows * (size_t)cap * E);
+            int32_t *rows = realloc(pp->placements, sizeof *rows * (size_t)cap * (size_t)E);
             if (!rows)
                 return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for previous placements");
             pp->placements = rows;
             pp->cap = cap;
         }
         memmove(pp->layers + at + 1, pp->layers + at, sizeof *pp->layers * (size_t)(pp->count - at));
-        memmove(pp->placements + (size_t)(at + 1) * E, pp->placements + (size_t)at * E,
-                sizeof *pp->placements * (size_t)(pp->count - at) * E);
+        memmove(pp->placements + (size_t)(at + 1) * (size_t)E, pp->placements + (size_t)at * (size_t)E,
+                sizeof *pp->placements * (size_t)(pp->count - at) * (size_t)E);
         pp->layers[at] = layer;
         pp->count++;
     }
-    memcpy(pp->placements + (size_t)at * E, placement ? placement : s->topo.home, sizeof *pp->placements * E);
+    memcpy(pp->placements + (size_t)at * (size_t)E, placement ? placement : home, sizeof *pp->placements * (size_t)E);
+    return TSIM_OK;
+}
+
+int tsim_previous_placement_update(tsim_previous_placements *pp, int E, int64_t layer, const tsim_plan *plan,
+                                   const int32_t *previous, const int32_t *home, tsim_error *err)
+{
+    if (tsim_plan_has_placement(plan))
+        return tsim_previous_placement_put(pp, E, layer, plan->placement, home, err);
+    if (previous)
+        return tsim_previous_placement_put(pp, E, layer, NULL, home, err);
     return TSIM_OK;
 }
 
@@ -155,7 +168,7 @@ int tsim_session_set_previous(tsim_session *s, int planner, int64_t layer, const
         if (placement[e] < 0 || placement[e] >= s->topo.ranks)
             return tsim_error_set(err, TSIM_E_INPUT, "previous placement puts expert %d on rank %d, not in 0..%d",
                                   e, placement[e], s->topo.ranks - 1);
-    return previous_store(s, planner, layer, placement, err);
+    return tsim_previous_placement_put(&s->previous[planner], s->topo.experts, layer, placement, s->topo.home, err);
 }
 
 /* Plans rec with planner i into plan; *ns is the plan call's wall time. */
@@ -180,9 +193,8 @@ static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan 
 {
     tsim_planner *p = &s->planners[i];
     tsim_metrics m;
-    const tsim_previous_placements *pp = &s->previous[i];
-    const int at = previous_find(pp, rec->layer);
-    const int32_t *previous = at >= 0 ? pp->placements + (size_t)at * (size_t)s->topo.experts : NULL;
+    tsim_previous_placements *pp = &s->previous[i];
+    const int32_t *previous = tsim_previous_placement(pp, s->topo.experts, rec->layer);
     int rc = tsim_evaluate_placed(&s->ev, rec, plan, previous, s->lambda_eval, p->label, &m, err);
     if (rc) {
         /* a plan from outside taotsim that breaks a rule is bad input, not a bug */
@@ -190,13 +202,9 @@ static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan 
             err->code = rc = TSIM_E_INPUT;
         return rc;
     }
-    if (tsim_plan_has_placement(plan)) {
-        s->rehoming = true;
-        if ((rc = previous_store(s, i, rec->layer, plan->placement, err)))
-            return rc;
-    } else if (previous && (rc = previous_store(s, i, rec->layer, NULL, err))) {
+    s->rehoming = s->rehoming || tsim_plan_has_placement(plan);
+    if ((rc = tsim_previous_placement_update(pp, s->topo.experts, rec->layer, plan, previous, s->topo.home, err)))
         return rc;
-    }
     m.v[TSIM_M_PLAN_NS] = plan_ns;
     if (s->step_model_on) {
         const int R = s->topo.ranks;

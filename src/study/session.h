@@ -43,6 +43,20 @@ typedef struct {
     int count, cap;
 } tsim_previous_placements;
 
+/* The layer's previous placement (E ranks), or NULL when it has none yet (the
+ * static map is what it compares with). */
+const int32_t *tsim_previous_placement(const tsim_previous_placements *pp, int E, int64_t layer);
+/* Remembers placement (NULL: the static map `home`) as the layer's previous
+ * one. Allocates only for a layer not seen before; a NULL placement for such
+ * a layer stores nothing, since the static map is the default. */
+int tsim_previous_placement_put(tsim_previous_placements *pp, int E, int64_t layer, const int32_t *placement,
+                                const int32_t *home, tsim_error *err);
+/* After a plan of `layer` was scored against `previous` (the layer's previous
+ * placement or NULL): its placement, or the static map once the layer has one,
+ * becomes the layer's previous placement. */
+int tsim_previous_placement_update(tsim_previous_placements *pp, int E, int64_t layer, const tsim_plan *plan,
+                                   const int32_t *previous, const int32_t *home, tsim_error *err);
+
 struct tsim_session;
 /* Called after each evaluated plan (for --per-record / --dump-plans). The plan
  * may be sorted by the callee. Return non-zero (with err set) to stop. */

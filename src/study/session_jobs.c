@@ -181,51 +181,6 @@ static jobs_chain *chain_get(tsim_session_jobs *j, int p, int64_t layer, tsim_er
     return c;
 }
 
-/* ---- previous placements (one row per layer; see session.c) -------------------- */
-
-static int previous_row(const tsim_previous_placements *pp, int64_t layer)
-{
-    int lo = 0, hi = pp->count;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (pp->layers[mid] < layer)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < pp->count && pp->layers[lo] == layer ? lo : -lo - 1;
-}
-
-static int previous_put(tsim_previous_placements *pp, int E, int64_t layer, const int32_t *placement,
-                        const int32_t *home, tsim_error *err)
-{
-    int at = previous_row(pp, layer);
-    if (at < 0) {
-        if (!placement)
-            return TSIM_OK;
-        at = -at - 1;
-        if (pp->count == pp->cap) {
-            int cap = pp->cap ? 2 * pp->cap : 8;
-            int64_t *layers = realloc(pp->layers, sizeof *layers * (size_t)cap);
-            if (!layers)
-                return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for previous placements");
-            pp->layers = layers;
-            int32_t *rows = realloc(pp->placements, sizeof *rows * (size_t)cap * (size_t)E);
-            if (!rows)
-                return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for previous placements");
-            pp->placements = rows;
-            pp->cap = cap;
-        }
-        memmove(pp->layers + at + 1, pp->layers + at, sizeof *pp->layers * (size_t)(pp->count - at));
-        memmove(pp->placements + (size_t)(at + 1) * (size_t)E, pp->placements + (size_t)at * (size_t)E,
-                sizeof *pp->placements * (size_t)(pp->count - at) * (size_t)E);
-        pp->layers[at] = layer;
-        pp->count++;
-    }
-    memcpy(pp->placements + (size_t)at * (size_t)E, placement ? placement : home, sizeof *pp->placements * (size_t)E);
-    return TSIM_OK;
-}
-
 /* ---- one task's evaluation (as session.c scores a plan) ------------------------ */
 
 static int score_task(tsim_session_jobs *j, jobs_worker *w, jobs_slot *sl, int p, tsim_previous_placements *pp,
@@ -234,8 +189,7 @@ static int score_task(tsim_session_jobs *j, jobs_worker *w, jobs_slot *sl, int p
     tsim_session *s = j->s;
     const tsim_planner *planner = &s->planners[p];
     tsim_plan *plan = &sl->plans[p];
-    const int at = previous_row(pp, sl->rec.layer);
-    const int32_t *previous = at >= 0 ? pp->placements + (size_t)at * (size_t)j->E : NULL;
+    const int32_t *previous = tsim_previous_placement(pp, j->E, sl->rec.layer);
     tsim_metrics *m = &sl->m[p];
     int rc = tsim_evaluate_placed(&w->ev, &sl->rec, plan, previous, s->lambda_eval, planner->label, m, err);
     if (rc) {
@@ -251,11 +205,7 @@ static int score_task(tsim_session_jobs *j, jobs_worker *w, jobs_slot *sl, int p
                               "planner '%s' re-homes experts but keeps no per-layer memory (no prime): "
                               "it cannot run with -j above 1",
                               planner->label);
-    if (sl->placed[p])
-        rc = previous_put(pp, j->E, sl->rec.layer, plan->placement, s->topo.home, err);
-    else if (previous)
-        rc = previous_put(pp, j->E, sl->rec.layer, NULL, s->topo.home, err);
-    if (rc)
+    if ((rc = tsim_previous_placement_update(pp, j->E, sl->rec.layer, plan, previous, s->topo.home, err)))
         return rc;
     m->v[TSIM_M_PLAN_NS] = plan_ns;
     if (s->step_model_on) {
