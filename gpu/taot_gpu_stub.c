@@ -66,6 +66,7 @@ void tsim_taot_gpu_free(tsim_taot_gpu *g)
 int tsim_taot_gpu_bench(FILE *out, const tsim_planner_options *base, int records, uint64_t seed, tsim_error *err)
 {
     (void)out;
+    (void)base;
     (void)records;
     (void)seed;
     return tsim_error_set(err, TSIM_E_INPUT, "taot gpu bench: no usable GPU: %s", NO_CUDA);
