@@ -126,93 +126,52 @@ done:
     return rc;
 }
 
-int tsim_evaluate_placed(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan, const int32_t *previous,
-                         double lambda_eval, const char *label, tsim_metrics *out, tsim_error *err)
+/* What one evaluation needs besides the evaluator's buffers. */
+typedef struct {
+    const tsim_record *rec;
+    const tsim_plan *plan;
+    const char *label;
+    const int32_t *home_of; /* home' of every expert: the placement, or the static map */
+    bool placed;
+    int slot_stride;        /* slots per rank: K, or hpr + K with a placement */
+} eval_case;
+
+/* The checks: every rule of a valid plan, in the order they are reported.
+ * Moves each replica's tokens from home' to the guest in load_after and
+ * counts them in sent and guest_tokens; *offloaded gets their total. */
+static int check_replicas(tsim_evaluator *ev, const eval_case *c, int64_t *offloaded, tsim_error *err)
 {
     const tsim_topology *t = ev->topo;
+    const tsim_record *rec = c->rec;
+    const tsim_plan *plan = c->plan;
+    const char *label = c->label;
     const int R = t->ranks, E = t->experts, K = t->slots;
     int rc = TSIM_OK;
-    memset(out, 0, sizeof *out);
-    if (!label)
-        label = "?";
-    const bool placed = tsim_plan_has_placement(plan);
-    /* Slots per rank: K, or hpr + K with a placement (the bound is then
-     * hpr + K - natives of the guest rank). */
-    const int slot_stride = placed ? t->experts_per_rank + K : K;
-    const int32_t *home_of = placed ? plan->placement : t->home;
-    ev->home_used = t->home;
-
-    if (rec->ranks != R || rec->experts != E)
-        return tsim_error_set(err, TSIM_E_INTERNAL, "record %lld is %d x %d, topology is %d x %d",
-                              (long long)rec->index, rec->ranks, rec->experts, R, E);
-    if (plan->ranks != R)
-        return tsim_error_set(err, TSIM_E_INTERNAL, "planner '%s': plan rows have %d ranks, expected %d", label,
-                              plan->ranks, R);
-
-    if (placed && (rc = check_placement(ev, rec, plan, label, err)))
-        return rc;
-    tsim_native_loads(t, rec, ev->load_before);
-    if (placed) {
-        ev->home_used = plan->placement;
-        memset(ev->load_after, 0, sizeof *ev->load_after * (size_t)R);
-        for (int r = 0; r < R; r++) {
-            const int64_t *row = rec->counts + (size_t)r * (size_t)E;
-            for (int e = 0; e < E; e++)
-                ev->load_after[home_of[e]] += row[e];
-        }
-    } else {
-        memcpy(ev->load_after, ev->load_before, sizeof *ev->load_after * (size_t)R);
-    }
-    memset(ev->guest_tokens, 0, sizeof *ev->guest_tokens * (size_t)R);
-    memset(ev->guest_intra, 0, sizeof *ev->guest_intra * (size_t)R);
-    memset(ev->guest_inter, 0, sizeof *ev->guest_inter * (size_t)R);
-
-    if (plan->slot_limited)
-        for (size_t i = 0; i < (size_t)R * (size_t)(slot_stride > 0 ? slot_stride : 1); i++)
-            ev->slot_owner[i] = -1;
-    if ((size_t)plan->count > ev->pair_cap) {
-        /* Only plans without a slot limit (LLEP) can outgrow R*K pairs. */
-        size_t cap = (size_t)plan->count * 2;
-        int64_t *keys = realloc(ev->pair_keys, sizeof *keys * cap);
-        if (!keys)
-            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory in the evaluator");
-        ev->pair_keys = keys;
-        ev->pair_cap = cap;
-    }
-
-    int64_t intra = 0, inter = 0, offloaded = 0;
     for (int i = 0; i < plan->count; i++) {
         const tsim_replica *rep = &plan->replicas[i];
         if (rep->expert < 0 || rep->expert >= E)
             REJECT("replica %d names expert %d, not in 0..%d", i, rep->expert, E - 1);
         if (rep->guest < 0 || rep->guest >= R)
             REJECT("replica %d of expert %d names guest rank %d, not in 0..%d", i, rep->expert, rep->guest, R - 1);
-        int home = home_of[rep->expert];
+        int home = c->home_of[rep->expert];
         if (rep->guest == home)
             REJECT("replica %d puts expert %d on its home rank %d", i, rep->expert, home);
         if (rep->slot < 0)
             REJECT("replica %d of expert %d on rank %d has negative slot %d", i, rep->expert, rep->guest, rep->slot);
         if (plan->slot_limited) {
-            if (!placed && rep->slot >= K)
+            if (!c->placed && rep->slot >= K)
                 REJECT("replica %d of expert %d on rank %d uses slot %d, but K = %d", i, rep->expert, rep->guest,
                        rep->slot, K);
-            if (placed && rep->slot >= slot_stride - ev->natives[rep->guest])
+            if (c->placed && rep->slot >= c->slot_stride - ev->natives[rep->guest])
                 REJECT("replica %d of expert %d on rank %d uses slot %d, but hpr + K - natives = %d", i, rep->expert,
-                       rep->guest, rep->slot, slot_stride - ev->natives[rep->guest]);
-            int32_t *owner = &ev->slot_owner[(size_t)rep->guest * (size_t)slot_stride + (size_t)rep->slot];
+                       rep->guest, rep->slot, c->slot_stride - ev->natives[rep->guest]);
+            int32_t *owner = &ev->slot_owner[(size_t)rep->guest * (size_t)c->slot_stride + (size_t)rep->slot];
             if (*owner >= 0)
                 REJECT("slot %d of rank %d holds both expert %d and expert %d", rep->slot, rep->guest, *owner,
                        rep->expert);
             *owner = rep->expert;
         }
         ev->pair_keys[i] = (int64_t)rep->guest * E + rep->expert;
-        if (tsim_same_node(t, home, rep->guest)) {
-            intra++;
-            ev->guest_intra[rep->guest]++;
-        } else {
-            inter++;
-            ev->guest_inter[rep->guest]++;
-        }
 
         const int64_t *row = tsim_plan_alloc_row_c(plan, i);
         for (int r = 0; r < R; r++) {
@@ -230,7 +189,7 @@ int tsim_evaluate_placed(tsim_evaluator *ev, const tsim_record *rec, const tsim_
             ev->load_after[home] -= a;
             ev->load_after[rep->guest] += a;
             ev->guest_tokens[rep->guest] += a;
-            offloaded += a;
+            *offloaded += a;
         }
     }
 
@@ -241,40 +200,6 @@ int tsim_evaluate_placed(tsim_evaluator *ev, const tsim_record *rec, const tsim_
             REJECT("expert %lld has two replicas on rank %lld", (long long)(ev->pair_keys[i] % E),
                    (long long)(ev->pair_keys[i] / E));
 
-    /* Token traffic across nodes: source node vs the node that computes. */
-    int64_t traffic_before = 0, traffic_after = 0;
-    for (int r = 0; r < R; r++) {
-        const int64_t *row = rec->counts + (size_t)r * (size_t)E;
-        const int64_t *sent = ev->sent + (size_t)r * (size_t)E;
-        for (int e = 0; e < E; e++) {
-            if (!tsim_same_node(t, r, t->home[e]))
-                traffic_before += row[e];
-            if (!tsim_same_node(t, r, home_of[e]))
-                traffic_after += row[e] - sent[e];
-        }
-    }
-    for (int i = 0; i < plan->count; i++) {
-        const int64_t *row = tsim_plan_alloc_row_c(plan, i);
-        int g = plan->replicas[i].guest;
-        for (int r = 0; r < R; r++)
-            if (row[r] && !tsim_same_node(t, r, g))
-                traffic_after += row[r];
-    }
-
-    /* Weight moves since this planner's previous record of the layer. */
-    int64_t rehomed_intra = 0, rehomed_inter = 0;
-    if (placed || previous) {
-        const int32_t *before = previous ? previous : t->home;
-        for (int e = 0; e < E; e++) {
-            if (before[e] == home_of[e])
-                continue;
-            if (tsim_same_node(t, before[e], home_of[e]))
-                rehomed_intra++;
-            else
-                rehomed_inter++;
-        }
-    }
-
     int64_t total_before = 0, total_after = 0;
     for (int r = 0; r < R; r++) {
         total_before += ev->load_before[r];
@@ -284,20 +209,160 @@ int tsim_evaluate_placed(tsim_evaluator *ev, const tsim_record *rec, const tsim_
     }
     if (total_before != total_after)
         REJECT("tokens not conserved: %lld before, %lld after", (long long)total_before, (long long)total_after);
-
-    out->v[TSIM_M_RHO_BEFORE] = tsim_imbalance(ev->load_before, R);
-    out->v[TSIM_M_RHO_AFTER] = tsim_imbalance(ev->load_after, R);
-    out->v[TSIM_M_IMPROVE_PP] = 100.0 * (out->v[TSIM_M_RHO_AFTER] - out->v[TSIM_M_RHO_BEFORE]);
-    out->v[TSIM_M_INTRA] = (double)intra;
-    out->v[TSIM_M_INTER] = (double)inter;
-    out->v[TSIM_M_WEIGHTED] = (double)intra + lambda_eval * (double)inter;
-    out->v[TSIM_M_OFFLOADED] = (double)offloaded;
-    out->v[TSIM_M_TRAFFIC_INTER_BEFORE] = (double)traffic_before;
-    out->v[TSIM_M_TRAFFIC_INTER_AFTER] = (double)traffic_after;
-    out->v[TSIM_M_REHOMED_INTRA] = (double)rehomed_intra;
-    out->v[TSIM_M_REHOMED_INTER] = (double)rehomed_inter;
-
 done:
+    return rc;
+}
+
+/* Loads before the plan, and after re-homing (the replicas move more later). */
+static void native_loads_both(tsim_evaluator *ev, const eval_case *c)
+{
+    const tsim_topology *t = ev->topo;
+    const int R = t->ranks, E = t->experts;
+    tsim_native_loads(t, c->rec, ev->load_before);
+    if (!c->placed) {
+        memcpy(ev->load_after, ev->load_before, sizeof *ev->load_after * (size_t)R);
+        return;
+    }
+    memset(ev->load_after, 0, sizeof *ev->load_after * (size_t)R);
+    for (int r = 0; r < R; r++) {
+        const int64_t *row = c->rec->counts + (size_t)r * (size_t)E;
+        for (int e = 0; e < E; e++)
+            ev->load_after[c->home_of[e]] += row[e];
+    }
+}
+
+/* Replica copies within and across nodes (per guest rank too). */
+static void count_transfers(tsim_evaluator *ev, const eval_case *c, int64_t *intra, int64_t *inter)
+{
+    const tsim_topology *t = ev->topo;
+    for (int i = 0; i < c->plan->count; i++) {
+        const tsim_replica *rep = &c->plan->replicas[i];
+        if (tsim_same_node(t, c->home_of[rep->expert], rep->guest)) {
+            (*intra)++;
+            ev->guest_intra[rep->guest]++;
+        } else {
+            (*inter)++;
+            ev->guest_inter[rep->guest]++;
+        }
+    }
+}
+
+/* Token traffic across nodes: source node against the node that computes. */
+static void count_traffic(const tsim_evaluator *ev, const eval_case *c, int64_t *before, int64_t *after)
+{
+    const tsim_topology *t = ev->topo;
+    const int R = t->ranks, E = t->experts;
+    for (int r = 0; r < R; r++) {
+        const int64_t *row = c->rec->counts + (size_t)r * (size_t)E;
+        const int64_t *sent = ev->sent + (size_t)r * (size_t)E;
+        for (int e = 0; e < E; e++) {
+            if (!tsim_same_node(t, r, t->home[e]))
+                *before += row[e];
+            if (!tsim_same_node(t, r, c->home_of[e]))
+                *after += row[e] - sent[e];
+        }
+    }
+    for (int i = 0; i < c->plan->count; i++) {
+        const int64_t *row = tsim_plan_alloc_row_c(c->plan, i);
+        int g = c->plan->replicas[i].guest;
+        for (int r = 0; r < R; r++)
+            if (row[r] && !tsim_same_node(t, r, g))
+                *after += row[r];
+    }
+}
+
+/* Weight moves since this planner's previous record of the layer. */
+static void count_rehomed(const tsim_topology *t, const eval_case *c, const int32_t *previous, int64_t *intra,
+                          int64_t *inter)
+{
+    if (!c->placed && !previous)
+        return;
+    const int32_t *before = previous ? previous : t->home;
+    for (int e = 0; e < t->experts; e++) {
+        if (before[e] == c->home_of[e])
+            continue;
+        if (tsim_same_node(t, before[e], c->home_of[e]))
+            (*intra)++;
+        else
+            (*inter)++;
+    }
+}
+
+/* Clears the evaluator's per-record buffers for this plan. */
+static int evaluation_reset(tsim_evaluator *ev, const eval_case *c, tsim_error *err)
+{
+    const int R = ev->topo->ranks;
+    memset(ev->guest_tokens, 0, sizeof *ev->guest_tokens * (size_t)R);
+    memset(ev->guest_intra, 0, sizeof *ev->guest_intra * (size_t)R);
+    memset(ev->guest_inter, 0, sizeof *ev->guest_inter * (size_t)R);
+    if (c->plan->slot_limited)
+        for (size_t i = 0; i < (size_t)R * (size_t)(c->slot_stride > 0 ? c->slot_stride : 1); i++)
+            ev->slot_owner[i] = -1;
+    if ((size_t)c->plan->count > ev->pair_cap) {
+        /* Only plans without a slot limit (LLEP) can outgrow R*K pairs. */
+        size_t cap = (size_t)c->plan->count * 2;
+        int64_t *keys = realloc(ev->pair_keys, sizeof *keys * cap);
+        if (!keys)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory in the evaluator");
+        ev->pair_keys = keys;
+        ev->pair_cap = cap;
+    }
+    return TSIM_OK;
+}
+
+int tsim_evaluate_placed(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan, const int32_t *previous,
+                         double lambda_eval, const char *label, tsim_metrics *out, tsim_error *err)
+{
+    const tsim_topology *t = ev->topo;
+    const int R = t->ranks, E = t->experts;
+    memset(out, 0, sizeof *out);
+    const bool placed = tsim_plan_has_placement(plan);
+    const eval_case c = {
+        .rec = rec,
+        .plan = plan,
+        .label = label ? label : "?",
+        .home_of = placed ? plan->placement : t->home,
+        .placed = placed,
+        /* with a placement the bound is hpr + K - natives of the guest rank */
+        .slot_stride = placed ? t->experts_per_rank + t->slots : t->slots,
+    };
+    ev->home_used = t->home;
+
+    if (rec->ranks != R || rec->experts != E)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "record %lld is %d x %d, topology is %d x %d",
+                              (long long)rec->index, rec->ranks, rec->experts, R, E);
+    if (plan->ranks != R)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "planner '%s': plan rows have %d ranks, expected %d", c.label,
+                              plan->ranks, R);
+    int rc;
+    if (placed && (rc = check_placement(ev, rec, plan, c.label, err)))
+        return rc;
+    native_loads_both(ev, &c);
+    if (placed)
+        ev->home_used = plan->placement;
+    if ((rc = evaluation_reset(ev, &c, err)))
+        return rc;
+
+    int64_t offloaded = 0;
+    rc = check_replicas(ev, &c, &offloaded, err);
+    if (rc == TSIM_OK) {
+        int64_t intra = 0, inter = 0, traffic_before = 0, traffic_after = 0, rehomed_intra = 0, rehomed_inter = 0;
+        count_transfers(ev, &c, &intra, &inter);
+        count_traffic(ev, &c, &traffic_before, &traffic_after);
+        count_rehomed(t, &c, previous, &rehomed_intra, &rehomed_inter);
+        out->v[TSIM_M_RHO_BEFORE] = tsim_imbalance(ev->load_before, R);
+        out->v[TSIM_M_RHO_AFTER] = tsim_imbalance(ev->load_after, R);
+        out->v[TSIM_M_IMPROVE_PP] = 100.0 * (out->v[TSIM_M_RHO_AFTER] - out->v[TSIM_M_RHO_BEFORE]);
+        out->v[TSIM_M_INTRA] = (double)intra;
+        out->v[TSIM_M_INTER] = (double)inter;
+        out->v[TSIM_M_WEIGHTED] = (double)intra + lambda_eval * (double)inter;
+        out->v[TSIM_M_OFFLOADED] = (double)offloaded;
+        out->v[TSIM_M_TRAFFIC_INTER_BEFORE] = (double)traffic_before;
+        out->v[TSIM_M_TRAFFIC_INTER_AFTER] = (double)traffic_after;
+        out->v[TSIM_M_REHOMED_INTRA] = (double)rehomed_intra;
+        out->v[TSIM_M_REHOMED_INTER] = (double)rehomed_inter;
+    }
+
     /* Leave the sent matrix zeroed for the next record: only touched cells. */
     for (int i = 0; i < plan->count; i++) {
         int e = plan->replicas[i].expert;
