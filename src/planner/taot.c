@@ -520,12 +520,10 @@ static inline int best_of_rank(const tsim_taot_ctx *c, int r, int n_cand)
     return b;
 }
 
-void tsim_taot_match(tsim_taot_ctx *c)
+/* Forgets the previous record's candidates, hint rows and slots. */
+static void match_reset(tsim_taot_ctx *c)
 {
-    const int R = c->R, E = c->E, K = c->K;
-    const tsim_topology *t = c->topo;
-
-    /* Forget the previous record's candidates and hint rows. */
+    const int R = c->R, K = c->K;
     for (int ci = 0; ci < c->n_cand; ci++)
         c->cand_of[c->cand[ci]] = -1;
     for (int r = 0; r < R; r++)
@@ -535,17 +533,15 @@ void tsim_taot_match(tsim_taot_ctx *c)
         c->slot_amount[s] = 0.0f;
         c->slot_planned[s] = 0;
     }
+}
 
-    /* alpha = avg / hpr; the hint factor 0.1f * alpha; alpha * B per topology class. */
-    c->alpha = c->avg / (float)c->hpr;
-    c->hint_scale = 0.1f * c->alpha;
-    const float a_near = c->alpha * c->b_near;
-    const float a_far = c->alpha * c->b_far;
-
-    /* Candidates: experts that can ever be in a valid pair (hot home, spill > 0),
-     * in ascending expert order, so that scanning them in order gives lowest-e ties. */
+/* Candidates: experts that can ever be in a valid pair (hot home, spill > 0),
+ * in ascending expert order, so that scanning them in order gives lowest-e ties. */
+static int match_candidates(tsim_taot_ctx *c)
+{
+    const tsim_topology *t = c->topo;
     int C = 0;
-    for (int e = 0; e < E; e++) {
+    for (int e = 0; e < c->E; e++) {
         if (c->hot[t->home[e]] > 0.0f && c->spill[e] > 0.0f) {
             c->cand[C] = e;
             c->cand_of[e] = C;
@@ -555,10 +551,14 @@ void tsim_taot_match(tsim_taot_ctx *c)
         }
     }
     c->n_cand = C;
-    if (C == 0 || K == 0)
-        return;
+    return C;
+}
 
-    /* hint term (0.1f * alpha) * Tn[h][r], one row per hot home of a candidate. */
+/* The hint term (0.1f * alpha) * Tn[h][r], one row per hot home of a candidate. */
+static void match_hint_rows(tsim_taot_ctx *c, int C)
+{
+    const int R = c->R;
+    const tsim_topology *t = c->topo;
     int n_rows = 0;
     for (int ci = 0; ci < C; ci++) {
         int h = t->home[c->cand[ci]];
@@ -582,118 +582,121 @@ void tsim_taot_match(tsim_taot_ctx *c)
         }
         n_rows++;
     }
-    for (int r = 0; r < R; r++)
-        c->rp[r] = c->spare[r];
+}
 
-    /* Incremental form of the round of taot.md. Scores are stored per
-     * (candidate, rank). Between inner iterations only the accepted pairs change the
-     * state: their ranks become matched, their experts' rs falls (rp of a matched
-     * rank no longer matters in this round). A score only falls when rs falls
-     * (eff = min(rs, rp) and each rounded add is monotone), so an unmatched rank
-     * keeps its best candidate unless that candidate was accepted; only those
-     * ranks rescan, and only the accepted candidates' scores are recomputed. This
-     * gives exactly the proposals of recomputing every score at every iteration. */
-    for (int k = 0; k < K; k++) {
-        /* Every score of the round, candidate by candidate (score[ci*R + r]):
-         * valid when rp[r] > 0, r is not the home, rs > 0 and (e, r) was not
-         * used in an earlier round; NEG_SCORE otherwise. Then each rank's best
-         * candidate, candidates in ascending order with strict > (lowest e). */
+/* Every score of round k, candidate by candidate (score[ci*R + r]): valid when
+ * rp[r] > 0, r is not the home, rs > 0 and (e, r) was not used in an earlier
+ * round; NEG_SCORE otherwise. Then each rank's best candidate, candidates in
+ * ascending order with strict > (lowest e). Returns the active ranks' count. */
+static int round_scores(tsim_taot_ctx *c, int k, int C, float a_near, float a_far)
+{
+    const int R = c->R;
+    const tsim_topology *t = c->topo;
+    for (int r = 0; r < R; r++) {
+        c->matched[r] = 0;
+        c->best[r] = -1;
+        c->best_score[r] = NEG_SCORE;
+    }
+    for (int ci = 0; ci < C; ci++) {
+        const int e = c->cand[ci], h = t->home[e], nh = c->node_id[h];
+        const float rs = c->rs[ci];
+        float *srow = c->score + (size_t)ci * (size_t)R;
+        if (!(rs > 0.0f)) {
+            for (int r = 0; r < R; r++)
+                srow[r] = NEG_SCORE;
+            continue;
+        }
+        const float *hrow = c->hterm + (size_t)c->hot_index[h] * (size_t)R;
         for (int r = 0; r < R; r++) {
-            c->matched[r] = 0;
-            c->best[r] = -1;
-            c->best_score[r] = NEG_SCORE;
+            const float eff = min2(rs, c->rp[r]);
+            const float alpha_b = c->node_id[r] == nh ? a_near : a_far;
+            const float sc = tsim_taot_score(eff, alpha_b, hrow[r]);
+            srow[r] = (c->rp[r] > 0.0f && r != h) ? sc : NEG_SCORE;
         }
-        for (int ci = 0; ci < C; ci++) {
-            const int e = c->cand[ci], h = t->home[e], nh = c->node_id[h];
-            const float rs = c->rs[ci];
-            float *srow = c->score + (size_t)ci * (size_t)R;
-            if (!(rs > 0.0f)) {
-                for (int r = 0; r < R; r++)
-                    srow[r] = NEG_SCORE;
-                continue;
-            }
-            const float *hrow = c->hterm + (size_t)c->hot_index[h] * (size_t)R;
-            for (int r = 0; r < R; r++) {
-                const float eff = min2(rs, c->rp[r]);
-                const float alpha_b = c->node_id[r] == nh ? a_near : a_far;
-                const float sc = tsim_taot_score(eff, alpha_b, hrow[r]);
-                srow[r] = (c->rp[r] > 0.0f && r != h) ? sc : NEG_SCORE;
-            }
-            for (int kk = 0; kk < k; kk++) {
-                const int32_t *prev = c->round_expert + (size_t)kk * (size_t)R;
-                for (int r = 0; r < R; r++)
-                    srow[r] = prev[r] == e ? NEG_SCORE : srow[r];
-            }
-            for (int r = 0; r < R; r++) {
-                const bool better = srow[r] > c->best_score[r];
-                c->best_score[r] = better ? srow[r] : c->best_score[r];
-                c->best[r] = better ? ci : c->best[r];
-            }
+        for (int kk = 0; kk < k; kk++) {
+            const int32_t *prev = c->round_expert + (size_t)kk * (size_t)R;
+            for (int r = 0; r < R; r++)
+                srow[r] = prev[r] == e ? NEG_SCORE : srow[r];
         }
-        int n_active = 0;
         for (int r = 0; r < R; r++) {
-            c->round_expert[(size_t)k * (size_t)R + (size_t)r] = -1;
-            if (c->best[r] >= 0)
-                c->active[n_active++] = r;
-        }
-
-        for (int it = 0; it < R && n_active > 0; it++) {
-            /* Column step: every active rank (ascending) proposes to its best
-             * candidate. Row step: each candidate keeps the highest-scoring
-             * proposer, the lowest rank on ties (strict >). */
-            int n_touched = 0;
-            for (int a = 0; a < n_active; a++) {
-                const int r = c->active[a], ci = c->best[r];
-                const float sc = c->score[(size_t)ci * (size_t)R + (size_t)r];
-                if (c->prop_rank[ci] < 0) {
-                    c->prop_rank[ci] = r;
-                    c->prop_score[ci] = sc;
-                    c->touched[n_touched++] = ci;
-                } else if (sc > c->prop_score[ci]) {
-                    c->prop_rank[ci] = r;
-                    c->prop_score[ci] = sc;
-                }
-            }
-            /* Accepted pairs are disjoint in rank and expert, so applying them one
-             * after another equals applying them together: g = min(rs, rp) from
-             * the state at the start of the iteration. */
-            for (int q = 0; q < n_touched; q++) {
-                const int ci = c->touched[q], r = c->prop_rank[ci];
-                const float g = min2(c->rs[ci], c->rp[r]);
-                c->slot_expert[(size_t)r * (size_t)K + (size_t)k] = c->cand[ci];
-                c->round_expert[(size_t)k * (size_t)R + (size_t)r] = c->cand[ci];
-                c->slot_amount[(size_t)r * (size_t)K + (size_t)k] = g;
-                c->rs[ci] = clamp0(c->rs[ci] - g);
-                c->rp[r] = clamp0(c->rp[r] - g);
-                c->matched[r] = 1;
-                c->accepted[ci] = 1;
-            }
-            int kept = 0;
-            for (int a = 0; a < n_active; a++) {
-                const int r = c->active[a];
-                if (c->matched[r])
-                    continue;
-                for (int q = 0; q < n_touched; q++) {
-                    const int ci = c->touched[q];
-                    float *sc = &c->score[(size_t)ci * (size_t)R + (size_t)r];
-                    if (*sc != NEG_SCORE) /* else invalid for a reason that still holds */
-                        *sc = live_score(c, ci, r, a_near, a_far);
-                }
-                if (c->accepted[c->best[r]])
-                    c->best[r] = best_of_rank(c, r, C);
-                if (c->best[r] >= 0)
-                    c->active[kept++] = r;
-            }
-            n_active = kept;
-            for (int q = 0; q < n_touched; q++) {
-                c->prop_rank[c->touched[q]] = -1;
-                c->accepted[c->touched[q]] = 0;
-            }
+            const bool better = srow[r] > c->best_score[r];
+            c->best_score[r] = better ? srow[r] : c->best_score[r];
+            c->best[r] = better ? ci : c->best[r];
         }
     }
+    int n_active = 0;
+    for (int r = 0; r < R; r++) {
+        c->round_expert[(size_t)k * (size_t)R + (size_t)r] = -1;
+        if (c->best[r] >= 0)
+            c->active[n_active++] = r;
+    }
+    return n_active;
+}
 
-    /* Planned counts: truncate each slot's float amount; clamp to the tokens of
-     * the expert not yet planned (slot order), which only matters above 2^24. */
+/* The proposals of round k until no rank is active (at most R iterations). */
+static void round_iterate(tsim_taot_ctx *c, int k, int C, int n_active, float a_near, float a_far)
+{
+    const int R = c->R, K = c->K;
+    for (int it = 0; it < R && n_active > 0; it++) {
+        /* Column step: every active rank (ascending) proposes to its best
+         * candidate. Row step: each candidate keeps the highest-scoring
+         * proposer, the lowest rank on ties (strict >). */
+        int n_touched = 0;
+        for (int a = 0; a < n_active; a++) {
+            const int r = c->active[a], ci = c->best[r];
+            const float sc = c->score[(size_t)ci * (size_t)R + (size_t)r];
+            if (c->prop_rank[ci] < 0) {
+                c->prop_rank[ci] = r;
+                c->prop_score[ci] = sc;
+                c->touched[n_touched++] = ci;
+            } else if (sc > c->prop_score[ci]) {
+                c->prop_rank[ci] = r;
+                c->prop_score[ci] = sc;
+            }
+        }
+        /* Accepted pairs are disjoint in rank and expert, so applying them one
+         * after another equals applying them together: g = min(rs, rp) from
+         * the state at the start of the iteration. */
+        for (int q = 0; q < n_touched; q++) {
+            const int ci = c->touched[q], r = c->prop_rank[ci];
+            const float g = min2(c->rs[ci], c->rp[r]);
+            c->slot_expert[(size_t)r * (size_t)K + (size_t)k] = c->cand[ci];
+            c->round_expert[(size_t)k * (size_t)R + (size_t)r] = c->cand[ci];
+            c->slot_amount[(size_t)r * (size_t)K + (size_t)k] = g;
+            c->rs[ci] = clamp0(c->rs[ci] - g);
+            c->rp[r] = clamp0(c->rp[r] - g);
+            c->matched[r] = 1;
+            c->accepted[ci] = 1;
+        }
+        int kept = 0;
+        for (int a = 0; a < n_active; a++) {
+            const int r = c->active[a];
+            if (c->matched[r])
+                continue;
+            for (int q = 0; q < n_touched; q++) {
+                const int ci = c->touched[q];
+                float *sc = &c->score[(size_t)ci * (size_t)R + (size_t)r];
+                if (*sc != NEG_SCORE) /* else invalid for a reason that still holds */
+                    *sc = live_score(c, ci, r, a_near, a_far);
+            }
+            if (c->accepted[c->best[r]])
+                c->best[r] = best_of_rank(c, r, C);
+            if (c->best[r] >= 0)
+                c->active[kept++] = r;
+        }
+        n_active = kept;
+        for (int q = 0; q < n_touched; q++) {
+            c->prop_rank[c->touched[q]] = -1;
+            c->accepted[c->touched[q]] = 0;
+        }
+    }
+}
+
+/* Planned counts: truncate each slot's float amount; clamp to the tokens of
+ * the expert not yet planned (slot order), which only matters above 2^24. */
+static void match_counts(tsim_taot_ctx *c)
+{
+    const int R = c->R, K = c->K;
     for (int s = 0; s < R * K; s++) {
         const int e = c->slot_expert[s];
         if (e < 0)
@@ -713,6 +716,34 @@ void tsim_taot_match(tsim_taot_ctx *c)
         c->given[ci] += d;
         c->slot_planned[s] = d;
     }
+}
+
+void tsim_taot_match(tsim_taot_ctx *c)
+{
+    match_reset(c);
+    /* alpha = avg / hpr; the hint factor 0.1f * alpha; alpha * B per topology class. */
+    c->alpha = c->avg / (float)c->hpr;
+    c->hint_scale = 0.1f * c->alpha;
+    const float a_near = c->alpha * c->b_near;
+    const float a_far = c->alpha * c->b_far;
+    const int C = match_candidates(c);
+    if (C == 0 || c->K == 0)
+        return;
+    match_hint_rows(c, C);
+    for (int r = 0; r < c->R; r++)
+        c->rp[r] = c->spare[r];
+
+    /* Incremental form of the round of taot.md. Scores are stored per
+     * (candidate, rank). Between inner iterations only the accepted pairs change the
+     * state: their ranks become matched, their experts' rs falls (rp of a matched
+     * rank no longer matters in this round). A score only falls when rs falls
+     * (eff = min(rs, rp) and each rounded add is monotone), so an unmatched rank
+     * keeps its best candidate unless that candidate was accepted; only those
+     * ranks rescan, and only the accepted candidates' scores are recomputed. This
+     * gives exactly the proposals of recomputing every score at every iteration. */
+    for (int k = 0; k < c->K; k++)
+        round_iterate(c, k, C, round_scores(c, k, C, a_near, a_far), a_near, a_far);
+    match_counts(c);
 }
 
 /* ------------------------------------------------------------------------- */
