@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "eplb_layout.h"
+#include "search.h"
 #include "lplb.h"
 #include "planner.h"
 
@@ -179,19 +180,14 @@ static void lplb_free(void *state)
 }
 
 /* Index of the layer's history, or -(insertion point) - 1 when it has none. */
+static int64_t layer_at(const void *state, int i)
+{
+    return ((const lplb_state *)state)->layers[i].layer;
+}
+
 static int layer_find(const lplb_state *s, int64_t layer)
 {
-    int lo = 0, hi = s->layer_count;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (s->layers[mid].layer < layer)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < s->layer_count && s->layers[lo].layer == layer)
-        return lo;
-    return -lo - 1;
+    return tsim_search_sorted(s->layer_count, layer, layer_at, s);
 }
 
 /* Remembers this record as its layer's previous one. Allocates only when a

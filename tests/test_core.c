@@ -14,6 +14,7 @@
 #include "plan.h"
 #include "planner.h"
 #include "registry.h"
+#include "search.h"
 #include "record.h"
 #include "split.h"
 #include "stats.h"
@@ -607,4 +608,21 @@ Test(utf8, invalid_bytes_become_replacement_escapes)
     char *fixed = tsim_utf8_repair_json(bad);
     cr_assert_str_eq(fixed, "{\"path\": \"a\\ufffdb\\ufffd\\ufffdc\\ufffd\\ufffd\\ufffdd\\ufffd\\ufffd\"}");
     free(fixed);
+}
+
+static int64_t key_of(const void *keys, int i)
+{
+    return ((const int64_t *)keys)[i];
+}
+
+Test(search, finds_keys_and_insertion_points)
+{
+    const int64_t keys[] = {2, 5, 9};
+    cr_assert_eq(tsim_search_sorted(3, 2, key_of, keys), 0);
+    cr_assert_eq(tsim_search_sorted(3, 9, key_of, keys), 2);
+    /* absent: -(insertion point) - 1 */
+    cr_assert_eq(tsim_search_sorted(3, 1, key_of, keys), -1);
+    cr_assert_eq(tsim_search_sorted(3, 6, key_of, keys), -3);
+    cr_assert_eq(tsim_search_sorted(3, 10, key_of, keys), -4);
+    cr_assert_eq(tsim_search_sorted(0, 4, key_of, keys), -1);
 }

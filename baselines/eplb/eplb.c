@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search.h"
 #include "eplb_layout.h"
 
 typedef struct {
@@ -109,17 +110,14 @@ static void eplb_free(void *state)
 }
 
 /* Index of the layer, or -(insertion point) - 1. */
+static int64_t layer_at(const void *state, int i)
+{
+    return ((const eplb_state *)state)->layers[i].layer;
+}
+
 static int layer_find(const eplb_state *s, int64_t layer)
 {
-    int lo = 0, hi = s->layer_count;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (s->layers[mid].layer < layer)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < s->layer_count && s->layers[lo].layer == layer ? lo : -lo - 1;
+    return tsim_search_sorted(s->layer_count, layer, layer_at, s);
 }
 
 /* The layer's state, created cold on first sight (the only allocation after
