@@ -2,7 +2,8 @@
 # The documentation stands on its own: README.md, docs/*.md, the test-vector
 # READMEs and every --help text never send a reader outside the repository
 # (shared/, ../shared), and every relative link in them (with its #anchor)
-# leads to a file and heading that exist.
+# leads to a file and heading that exist; docs/planners.md covers every
+# planner option of replay --help.
 # Usage: docs_links.sh SOURCE_ROOT [TAOTSIM]
 set -u
 root=${1:?usage: docs_links.sh SOURCE_ROOT [TAOTSIM]}
@@ -65,6 +66,13 @@ if [ -n "$bin" ]; then
             echo "FAIL: 'taotsim $c --help' points to shared/ (lines above)"
             fail=1
         fi
+    done
+    # 4. docs/planners.md documents every planner option replay knows.
+    options=$("$bin" replay --help | awk '/^Planner options/ { on = 1; next } on && /^$/ { on = 0 }
+        on && /^  --/ { print $1 }')
+    [ -n "$options" ] || { echo "FAIL: no planner options in 'replay --help'"; fail=1; }
+    for o in $options; do
+        grep -q -- "\`$o" docs/planners.md || { echo "FAIL: docs/planners.md does not document $o"; fail=1; }
     done
 fi
 
