@@ -1,5 +1,5 @@
 #!/bin/sh
-# The documentation stands on its own: README.md, docs/*.md, the test-vector
+# The documentation stands on its own: README.md, docs/*.md, the other
 # READMEs and every --help text never send a reader outside the repository
 # (shared/, ../shared), and every relative link in them (with its #anchor)
 # leads to a file and heading that exist; docs/planners.md covers every
@@ -11,7 +11,7 @@ bin=${2:-${TAOTSIM:-}}
 cd "$root" || exit 2
 fail=0
 
-docs="README.md docs/*.md tests/spec/README.md tests/spec/vectors/README.md"
+docs="README.md docs/*.md tests/spec/README.md tests/spec/vectors/README.md traces/README.md plots/README.md"
 
 # 1. No pointer outside the repository.
 if grep -n -e 'shared/' -e '\.\./shared' $docs; then
@@ -66,6 +66,11 @@ if [ -n "$bin" ]; then
             echo "FAIL: 'taotsim $c --help' points to shared/ (lines above)"
             fail=1
         fi
+        # Every page a help text names is in the repository (docs/ by default).
+        for page in $(printf '%s\n' "$out" | grep -o '[A-Za-z0-9_./-]*\.md'); do
+            [ -e "$page" ] || [ -e "docs/$page" ] ||
+                { echo "FAIL: 'taotsim $c --help' names $page, which is not in the repository"; fail=1; }
+        done
     done
     # 4. docs/planners.md documents every planner option replay knows.
     options=$("$bin" replay --help | awk '/^Planner options/ { on = 1; next } on && /^$/ { on = 0 }
