@@ -7,7 +7,7 @@
 #include "plan.h"
 #include "vector.h"
 
-/* Directory holding vectors/: TSIM_SPEC_DIR, else tests/spec (a copy of shared/spec/vectors). */
+/* Directory holding vectors/: TSIM_SPEC_DIR, else tests/spec. */
 const char *tsim_test_spec_dir(void);
 
 /* Fills paths with the sorted *.json files of spec/vectors/<sub>; returns the count. */

@@ -26,7 +26,7 @@ extern "C" {
 /* The one symbol a plugin exports. */
 #define TAOTSIM_PLANNER_ENTRY "taotsim_planner_entry"
 
-/* The machine the plans are for (model.md, "Topology"). */
+/* The machine the plans are for (docs/model.md, "The machine"). */
 typedef struct {
     int32_t ranks;          /* R */
     int32_t experts;        /* E; R divides E */
@@ -52,7 +52,7 @@ typedef struct {
     int64_t planned;        /* the planner's intended token count (informational) */
 } taotsim_replica;
 
-/* The plan a planner fills (model.md, "A plan"). taotsim sets count to 0
+/* The plan a planner fills (docs/model.md, "A plan"). taotsim sets count to 0
  * and has_placement to 0 before each call; the planner lists its replicas
  * in replicas[0..count) and, for each, R token counts in its alloc row
  * (taotsim_plan_add zeroes the row). capacity is R * K, as many replicas as
@@ -61,7 +61,7 @@ typedef struct {
     int32_t ranks;              /* R: the width of an alloc row */
     int32_t capacity;           /* rows in replicas and alloc */
     int32_t count;              /* rows in use */
-    int32_t has_placement;      /* 1: placement[] holds home'(e) (eplb.md); 0: the static map */
+    int32_t has_placement;      /* 1: placement[] holds home'(e) (docs/model.md); 0: the static map */
     taotsim_replica *replicas;  /* [capacity] */
     int64_t *alloc;             /* [capacity * ranks]: alloc[i * ranks + r] = tokens source r sends to replica i */
     int32_t *placement;         /* [experts] */

@@ -53,7 +53,7 @@ static void common_help(void)
 
 static void gen_help(void)
 {
-    printf("Generated traces (experiments.md synthetic traces, calibrated per point):\n"
+    printf("Generated traces (as 'taotsim gen' makes them, calibrated per point):\n"
            "  --experts N (128)  --topk N (8)  --tokens N per rank (4096)  --rpn N (8)\n"
            "  --microbatches N (4)  --layers N (2)  --concentration X (200)  --seed N (1)\n\n");
 }

@@ -1,4 +1,4 @@
-/* Planner test vectors (shared/spec/vectors/README.md): reading a vector file
+/* Planner test vectors (tests/spec/vectors/README.md): reading a vector file
  * into a record, a topology setting and an expected plan, and writing a plan in
  * the same shape with "got" in place of "expect" (used by --dump-plans and by
  * `taotsim vector`). */
@@ -32,7 +32,7 @@ typedef struct {
     int64_t *loads_after;        /* [R] when has_expect */
     double rho_before, rho_after;
     int64_t intra, inter;
-    /* Planners with memory (eplb.md, vectors/README.md): the history the
+    /* Planners with memory (docs/planners.md, tests/spec/vectors/README.md): the history the
      * record's layer had and the placement in force before it; NULL when
      * absent. expect.placement goes into expect's plan. */
     int64_t *prev_expert_counts; /* [E] */
