@@ -208,3 +208,385 @@ Test(ultraep, every_vector_passes)
 {
     check_all_vectors("ultraep", 8);
 }
+
+/* ---- configuration errors --------------------------------------------------- */
+
+static void topo_or_die(tsim_topology *t, int R, int E, int rpn, int K, const int32_t *home)
+{
+    tsim_error err = {0};
+    cr_assert_eq(tsim_topology_init(t, R, E, rpn, K, home, &err), 0, "%s", err.msg);
+}
+
+Test(moonep, refuses_slots_below_experts_per_rank_naming_the_k_it_needs)
+{
+    tsim_topology t;
+    topo_or_die(&t, 16, 128, 8, 2, NULL);
+    tsim_moonep_options o;
+    tsim_moonep_options_default(&o);
+    tsim_moonep *m = (tsim_moonep *)&t; /* must be reset to NULL on refusal */
+    tsim_error err = {0};
+    cr_assert_eq(tsim_moonep_init(&m, &t, 2, &o, &err), TSIM_E_INPUT);
+    cr_assert_null(m);
+    cr_assert_str_eq(err.msg, "moonep: needs --slots >= E/R = 8 (one prefetch slot per home expert: a guest may "
+                              "receive every expert of one home rank); got --slots 2");
+    cr_assert_eq(tsim_moonep_needed_slots(&t), 8);
+    cr_assert_eq(tsim_moonep_init(&m, &t, 7, &o, &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_moonep_init(&m, &t, 8, &o, &err), 0, "%s", err.msg);
+    tsim_moonep_free(m);
+    tsim_topology_free(&t);
+}
+
+Test(moonep, slot_order_values)
+{
+    tsim_error err = {0};
+    int v = -1;
+    cr_assert_eq(tsim_moonep_parse_slot_order("expert", &v, &err), 0);
+    cr_assert_eq(v, TSIM_MOONEP_SLOTS_EXPERT);
+    cr_assert_eq(tsim_moonep_parse_slot_order("tokens", &v, &err), 0);
+    cr_assert_eq(v, TSIM_MOONEP_SLOTS_TOKENS);
+    cr_assert_eq(tsim_moonep_parse_slot_order("load", &v, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "moonep: unknown --moonep-slot-order 'load' (expert, tokens)");
+}
+
+Test(ultraep, configuration_errors)
+{
+    tsim_ultraep_options o;
+    tsim_ultraep_options_default(&o);
+    tsim_ultraep *u = NULL;
+    tsim_error err = {0};
+    tsim_topology t;
+    topo_or_die(&t, 12, 24, 8, 2, NULL);
+    cr_assert_eq(tsim_ultraep_init(&u, &t, 2, &o, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "ultraep: 12 ranks do not split into nodes of 8 (replicas stay inside a node)");
+    tsim_topology_free(&t);
+    topo_or_die(&t, 12, 24, 16, 2, NULL); /* one node holds every rank */
+    cr_assert_eq(tsim_ultraep_init(&u, &t, 2, &o, &err), 0, "%s", err.msg);
+    tsim_ultraep_free(u);
+    cr_assert_eq(tsim_ultraep_init(&u, &t, -1, &o, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "ultraep: --slots must be >= 0");
+    o.oracle_eps = 1.0 / 0.0;
+    cr_assert_eq(tsim_ultraep_init(&u, &t, 2, &o, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "--ultraep-oracle-eps") != NULL, "%s", err.msg);
+    tsim_ultraep_options_default(&o);
+    o.balance_threshold = 0.0 / 0.0;
+    cr_assert_eq(tsim_ultraep_init(&u, &t, 2, &o, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "--ultraep-balance-threshold") != NULL, "%s", err.msg);
+    tsim_topology_free(&t);
+    int s = -1;
+    cr_assert_eq(tsim_ultraep_parse_solver("lp", &s, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "ultraep: unknown --ultraep-solver 'lp' (quota, legacy)");
+    cr_assert_eq(tsim_ultraep_parse_solver("legacy", &s, &err), 0);
+    cr_assert_eq(s, TSIM_ULTRAEP_LEGACY);
+    bool flag = false;
+    cr_assert_eq(tsim_ultraep_parse_on_off("--ultraep-locality", "maybe", &flag, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "ultraep: --ultraep-locality takes on or off, not 'maybe'");
+    cr_assert_eq(tsim_ultraep_parse_on_off("--ultraep-zero-master", "on", &flag, &err), 0);
+    cr_assert(flag);
+}
+
+/* ---- properties over random records ------------------------------------------ */
+
+/* A random shape whose nodes split R (ultraep refuses the others). */
+static void draw_shape(uint64_t *rng, int max_ranks, tsim_random_shape *s)
+{
+    tsim_random_shape_draw(rng, max_ranks, s);
+    if (s->ranks_per_node < s->ranks && s->ranks % s->ranks_per_node != 0)
+        s->ranks_per_node = tsim_rand_range(rng, 0, 1) ? s->ranks : 1;
+}
+
+/* Plans rec, asserts the evaluator accepts the plan and returns it in plan. */
+static void plan_checked(balancer *b, const tsim_topology *t, const tsim_record *rec, tsim_plan *plan,
+                         tsim_evaluator *ev, const char *what)
+{
+    tsim_error err = {0};
+    tsim_metrics m;
+    cr_assert_eq(balancer_plan(b, rec, plan, &err), 0, "%s: %s", what, err.msg);
+    cr_assert_eq(tsim_evaluate(ev, rec, plan, 3.0, what, &m, &err), 0, "%s (R %d E %d rpn %d K %d): %s", what,
+                 t->ranks, t->experts, t->ranks_per_node, t->slots, err.msg);
+    for (int i = 0; i < plan->count; i++) {
+        const int64_t *row = tsim_plan_alloc_row_c(plan, i);
+        int64_t sum = 0;
+        for (int r = 0; r < t->ranks; r++)
+            sum += row[r];
+        cr_assert_eq(plan->replicas[i].planned, sum, "%s: planned is what the replica receives", what);
+    }
+}
+
+static void moonep_assert_caps(const tsim_topology *t, const tsim_record *rec, const tsim_plan *plan,
+                               const tsim_evaluator *ev, int32_t *sender_of)
+{
+    const int R = t->ranks;
+    int64_t total = 0;
+    for (size_t i = 0; i < (size_t)R * (size_t)t->experts; i++)
+        total += rec->counts[i];
+    for (int r = 0; r < R; r++) {
+        const int64_t cap = total / R + (r < total % R ? 1 : 0);
+        cr_assert_eq(ev->load_after[r], cap, "moonep: rank %d computes %lld, cap %lld (R %d E %d)", r,
+                     (long long)ev->load_after[r], (long long)cap, R, t->experts);
+        sender_of[r] = -1;
+    }
+    for (int i = 0; i < plan->count; i++) {
+        const tsim_replica *x = &plan->replicas[i];
+        cr_assert_gt(x->planned, 0, "moonep lists only replicas that receive tokens");
+        cr_assert_lt(x->slot, t->experts_per_rank, "moonep uses at most E/R slots");
+        const int h = t->home[x->expert];
+        cr_assert(sender_of[x->guest] < 0 || sender_of[x->guest] == h, "moonep: guest %d has two senders", x->guest);
+        sender_of[x->guest] = h;
+    }
+}
+
+Test(moonep, loads_equal_the_caps_on_random_records)
+{
+    uint64_t rng = 22;
+    for (int n = 0; n < 3000; n++) {
+        tsim_random_shape s;
+        draw_shape(&rng, 40, &s);
+        const int hpr = s.experts / s.ranks;
+        const int K = hpr + (int)tsim_rand_range(&rng, 0, 2);
+        tsim_topology t;
+        topo_or_die(&t, s.ranks, s.experts, s.ranks_per_node, K, NULL);
+        tsim_record rec;
+        tsim_random_record(&rng, &s, &rec);
+        tsim_evaluator ev;
+        cr_assert_eq(tsim_evaluator_init(&ev, &t, NULL), 0);
+        tsim_plan plan[2];
+        int32_t sender_of[64];
+        for (int order = 0; order < 2; order++) {
+            tsim_moonep_options o = {.slot_order = order};
+            balancer b = {.is_moonep = true};
+            cr_assert_eq(tsim_moonep_init(&b.moonep, &t, K, &o, NULL), 0);
+            cr_assert_eq(tsim_plan_init(&plan[order], t.ranks, t.ranks * K, NULL), 0);
+            plan_checked(&b, &t, &rec, &plan[order], &ev, "moonep");
+            moonep_assert_caps(&t, &rec, &plan[order], &ev, sender_of);
+            balancer_free(&b);
+        }
+        /* The slot order changes only the labels k. */
+        cr_assert_eq(plan[0].count, plan[1].count);
+        for (int i = 0; i < plan[0].count; i++) {
+            int j = 0;
+            while (j < plan[1].count && (plan[1].replicas[j].expert != plan[0].replicas[i].expert ||
+                                         plan[1].replicas[j].guest != plan[0].replicas[i].guest))
+                j++;
+            cr_assert_lt(j, plan[1].count, "slot orders disagree on which replicas exist");
+            cr_assert_arr_eq(tsim_plan_alloc_row(&plan[0], i), tsim_plan_alloc_row(&plan[1], j),
+                             sizeof(int64_t) * (size_t)t.ranks);
+        }
+        tsim_plan_free(&plan[0]);
+        tsim_plan_free(&plan[1]);
+        tsim_evaluator_free(&ev);
+        tsim_record_free(&rec);
+        tsim_topology_free(&t);
+    }
+}
+
+static void ultraep_random_options(uint64_t *rng, tsim_ultraep_options *o)
+{
+    tsim_ultraep_options_default(o);
+    if (tsim_rand_range(rng, 0, 2) == 0) {
+        o->min_tokens = tsim_rand_range(rng, -1, 64);
+        o->oracle_eps = (double)tsim_rand_range(rng, -10, 30) / 100.0;
+        o->balance_threshold = 0.8 + (double)tsim_rand_range(rng, 0, 40) / 100.0;
+        o->locality = tsim_rand_range(rng, 0, 1) == 0;
+        o->zero_master = tsim_rand_range(rng, 0, 1) == 0;
+    }
+    if (tsim_rand_range(rng, 0, 4) == 0)
+        o->solver = TSIM_ULTRAEP_LEGACY;
+}
+
+Test(ultraep, stays_inside_nodes_and_never_sends_and_receives)
+{
+    uint64_t rng = 2606;
+    bool sends[64], receives[64];
+    for (int n = 0; n < 3000; n++) {
+        tsim_random_shape s;
+        draw_shape(&rng, 40, &s);
+        const int K = (int)tsim_rand_range(&rng, 0, 4);
+        tsim_topology t;
+        topo_or_die(&t, s.ranks, s.experts, s.ranks_per_node, K, NULL);
+        tsim_record rec;
+        tsim_random_record(&rng, &s, &rec);
+        tsim_ultraep_options o;
+        ultraep_random_options(&rng, &o);
+        balancer b = {0};
+        tsim_error err = {0};
+        cr_assert_eq(tsim_ultraep_init(&b.ultraep, &t, K, &o, &err), 0, "%s", err.msg);
+        tsim_evaluator ev;
+        cr_assert_eq(tsim_evaluator_init(&ev, &t, NULL), 0);
+        tsim_plan plan;
+        cr_assert_eq(tsim_plan_init(&plan, t.ranks, t.ranks * (K > 0 ? K : 1), NULL), 0);
+        plan_checked(&b, &t, &rec, &plan, &ev, "ultraep");
+        memset(sends, 0, sizeof sends);
+        memset(receives, 0, sizeof receives);
+        const int G = t.ranks_per_node < t.ranks ? t.ranks_per_node : t.ranks;
+        for (int i = 0; i < plan.count; i++) {
+            const tsim_replica *x = &plan.replicas[i];
+            const int h = t.home[x->expert];
+            cr_assert_eq(x->guest / G, h / G, "ultraep: expert %d (home %d) has a replica on rank %d, another node",
+                         x->expert, h, x->guest);
+            sends[h] = receives[x->guest] = true;
+        }
+        if (o.solver == TSIM_ULTRAEP_QUOTA)
+            for (int r = 0; r < t.ranks; r++)
+                cr_assert(!(sends[r] && receives[r]), "ultraep: rank %d both sends and receives", r);
+        tsim_plan_free(&plan);
+        tsim_evaluator_free(&ev);
+        balancer_free(&b);
+        tsim_record_free(&rec);
+        tsim_topology_free(&t);
+    }
+}
+
+/* Scratch is reused: planning A, then B, then A again gives A's plan. */
+Test(production, plans_do_not_depend_on_earlier_records)
+{
+    uint64_t rng = 7;
+    for (int n = 0; n < 300; n++) {
+        tsim_random_shape s;
+        draw_shape(&rng, 32, &s);
+        const int K = s.experts / s.ranks + 1;
+        tsim_topology t;
+        topo_or_die(&t, s.ranks, s.experts, s.ranks_per_node, K, NULL);
+        tsim_record a, c;
+        tsim_random_record(&rng, &s, &a);
+        tsim_random_record(&rng, &s, &c);
+        for (int which = 0; which < 2; which++) {
+            balancer b = {.is_moonep = which == 0};
+            tsim_moonep_options mo;
+            tsim_moonep_options_default(&mo);
+            tsim_ultraep_options uo;
+            ultraep_random_options(&rng, &uo);
+            if (which == 0)
+                cr_assert_eq(tsim_moonep_init(&b.moonep, &t, K, &mo, NULL), 0);
+            else
+                cr_assert_eq(tsim_ultraep_init(&b.ultraep, &t, K, &uo, NULL), 0);
+            tsim_plan first, other, again;
+            cr_assert_eq(tsim_plan_init(&first, t.ranks, 1, NULL), 0);
+            cr_assert_eq(tsim_plan_init(&other, t.ranks, 1, NULL), 0);
+            cr_assert_eq(tsim_plan_init(&again, t.ranks, 1, NULL), 0);
+            cr_assert_eq(balancer_plan(&b, &a, &first, NULL), 0);
+            cr_assert_eq(balancer_plan(&b, &c, &other, NULL), 0);
+            cr_assert_eq(balancer_plan(&b, &a, &again, NULL), 0);
+            cr_assert(tsim_plan_equal(&first, &again), "%s: plan changed after another record",
+                      which == 0 ? "moonep" : "ultraep");
+            tsim_plan_free(&first);
+            tsim_plan_free(&other);
+            tsim_plan_free(&again);
+            balancer_free(&b);
+        }
+        tsim_record_free(&a);
+        tsim_record_free(&c);
+        tsim_topology_free(&t);
+    }
+}
+
+/* moonep.md 3.7, ultraep.md 3.9: with a trace home array, the plan is the
+ * published algorithm on the experts renumbered block-wise in that order. */
+Test(production, home_array_plans_as_the_renumbered_experts)
+{
+    uint64_t rng = 37;
+    int planned_replicas = 0;
+    for (int n = 0; n < 400; n++) {
+        tsim_random_shape s;
+        draw_shape(&rng, 24, &s);
+        const int R = s.ranks, E = s.experts, hpr = E / R, K = hpr + 1;
+        int32_t *home = malloc(sizeof *home * (size_t)E);
+        for (int e = 0; e < E; e++)
+            home[e] = e / hpr;
+        for (int e = E - 1; e > 0; e--) {
+            const int j = (int)tsim_rand_range(&rng, 0, e);
+            const int32_t x = home[e];
+            home[e] = home[j];
+            home[j] = x;
+        }
+        tsim_topology mapped, blocks;
+        topo_or_die(&mapped, R, E, s.ranks_per_node, K, home);
+        topo_or_die(&blocks, R, E, s.ranks_per_node, K, NULL);
+        int *renum = malloc(sizeof *renum * (size_t)E); /* expert -> block-wise number */
+        for (int i = 0; i < E; i++)
+            renum[mapped.rank_experts[i]] = i;
+        tsim_record rec, rec2;
+        tsim_random_record(&rng, &s, &rec);
+        cr_assert_eq(tsim_record_alloc(&rec2, R, E, NULL), 0);
+        for (int r = 0; r < R; r++)
+            for (int e = 0; e < E; e++)
+                rec2.counts[(size_t)r * (size_t)E + (size_t)renum[e]] = tsim_count(&rec, r, e);
+        for (int which = 0; which < 2; which++) {
+            tsim_moonep_options mo;
+            tsim_moonep_options_default(&mo);
+            mo.slot_order = (int)tsim_rand_range(&rng, 0, 1);
+            tsim_ultraep_options uo;
+            ultraep_random_options(&rng, &uo);
+            balancer b1 = {.is_moonep = which == 0}, b2 = {.is_moonep = which == 0};
+            if (which == 0) {
+                cr_assert_eq(tsim_moonep_init(&b1.moonep, &mapped, K, &mo, NULL), 0);
+                cr_assert_eq(tsim_moonep_init(&b2.moonep, &blocks, K, &mo, NULL), 0);
+            } else {
+                cr_assert_eq(tsim_ultraep_init(&b1.ultraep, &mapped, K, &uo, NULL), 0);
+                cr_assert_eq(tsim_ultraep_init(&b2.ultraep, &blocks, K, &uo, NULL), 0);
+            }
+            tsim_plan p1, p2;
+            tsim_evaluator ev;
+            cr_assert_eq(tsim_plan_init(&p1, R, R * K, NULL), 0);
+            cr_assert_eq(tsim_plan_init(&p2, R, R * K, NULL), 0);
+            cr_assert_eq(tsim_evaluator_init(&ev, &mapped, NULL), 0);
+            plan_checked(&b1, &mapped, &rec, &p1, &ev, which == 0 ? "moonep home array" : "ultraep home array");
+            cr_assert_eq(balancer_plan(&b2, &rec2, &p2, NULL), 0);
+            for (int i = 0; i < p1.count; i++)
+                p1.replicas[i].expert = renum[p1.replicas[i].expert];
+            tsim_test_assert_plans_equal(&p1, &p2, which == 0 ? "moonep renumbered" : "ultraep renumbered");
+            planned_replicas += p1.count;
+            tsim_evaluator_free(&ev);
+            tsim_plan_free(&p1);
+            tsim_plan_free(&p2);
+            balancer_free(&b1);
+            balancer_free(&b2);
+        }
+        tsim_record_free(&rec);
+        tsim_record_free(&rec2);
+        free(renum);
+        free(home);
+        tsim_topology_free(&mapped);
+        tsim_topology_free(&blocks);
+    }
+    cr_assert_gt(planned_replicas, 1000, "the comparison saw too few replicas to mean anything");
+}
+
+/* Edge cases of moonep.md 7 and ultraep.md 9. */
+Test(production, empty_record_single_rank_and_fewer_tokens_than_ranks)
+{
+    tsim_topology t;
+    topo_or_die(&t, 4, 8, 2, 2, NULL);
+    tsim_record rec;
+    cr_assert_eq(tsim_record_alloc(&rec, 4, 8, NULL), 0);
+    tsim_moonep_options mo;
+    tsim_moonep_options_default(&mo);
+    tsim_ultraep_options uo;
+    tsim_ultraep_options_default(&uo);
+    balancer m = {.is_moonep = true}, u = {0};
+    cr_assert_eq(tsim_moonep_init(&m.moonep, &t, 2, &mo, NULL), 0);
+    cr_assert_eq(tsim_ultraep_init(&u.ultraep, &t, 2, &uo, NULL), 0);
+    tsim_plan p;
+    tsim_evaluator ev;
+    cr_assert_eq(tsim_plan_init(&p, 4, 8, NULL), 0);
+    cr_assert_eq(tsim_evaluator_init(&ev, &t, NULL), 0);
+    plan_checked(&m, &t, &rec, &p, &ev, "moonep empty");
+    cr_assert_eq(p.count, 0);
+    plan_checked(&u, &t, &rec, &p, &ev, "ultraep empty");
+    cr_assert_eq(p.count, 0);
+    /* T = 3 < R: caps 1, 1, 1, 0, all three tokens on expert 7 (rank 3). */
+    rec.counts[7] = 2;
+    rec.counts[8 + 7] = 1;
+    plan_checked(&m, &t, &rec, &p, &ev, "moonep T < R");
+    const int64_t caps[4] = {1, 1, 1, 0};
+    cr_assert_arr_eq(ev.load_after, caps, sizeof caps);
+    /* ultraep, node {2, 3}: lo = ceil(3 / 2) = 2, t0 = ceil(2 * 1.01) = 3, so
+     * rank 3's 3 tokens are within the margin: no replica. */
+    plan_checked(&u, &t, &rec, &p, &ev, "ultraep T < R");
+    cr_assert_eq(p.count, 0);
+    balancer_free(&m);
+    balancer_free(&u);
+    tsim_plan_free(&p);
+    tsim_evaluator_free(&ev);
+    tsim_record_free(&rec);
+    tsim_topology_free(&t);
+}
