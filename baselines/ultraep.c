@@ -192,6 +192,20 @@ static inline int64_t ceil_div(int64_t a, int64_t b)
     return a / b + (a % b != 0 ? 1 : 0); /* a >= 0, b > 0 */
 }
 
+/* a * b / d and its remainder, exact; 64-bit division when a * b fits (a
+ * 128-bit division is a slow library call). */
+static inline int64_t mul_div(int64_t a, int64_t b, int64_t d, int64_t *rem)
+{
+    int64_t prod;
+    if (!__builtin_mul_overflow(a, b, &prod)) {
+        *rem = prod % d;
+        return prod / d;
+    }
+    const i128 wide = (i128)a * b;
+    *rem = (int64_t)(wide % d);
+    return (int64_t)(wide / d);
+}
+
 static inline int64_t min3(int64_t a, int64_t b, int64_t c)
 {
     int64_t m = a < b ? a : b;
@@ -370,11 +384,9 @@ static void split_locality(tsim_ultraep *u, int C, int r, int64_t m0, int64_t *s
         u->inst_rho[j] = -1;
         if (j == own || u->inst_cap[j] <= 0)
             continue;
-        const i128 prod = (i128)m * u->inst_cap[j];
-        const int64_t part = (int64_t)(prod / sum_cap);
+        const int64_t part = mul_div(m, u->inst_cap[j], sum_cap, &u->inst_rho[j]);
         shares[j] += part;
         given += part;
-        u->inst_rho[j] = (int64_t)(prod % sum_cap);
     }
     for (int64_t left = m - given; left > 0; left--) {
         int best = -1;
@@ -396,10 +408,8 @@ static void split_proportional(tsim_ultraep *u, int C, int64_t m0, int64_t sum_q
 {
     int64_t given = 0;
     for (int j = 0; j < C; j++) {
-        const i128 prod = (i128)m0 * u->inst_q[j];
-        shares[j] = (int64_t)(prod / sum_q);
+        shares[j] = mul_div(m0, u->inst_q[j], sum_q, &u->inst_rho[j]);
         given += shares[j];
-        u->inst_rho[j] = (int64_t)(prod % sum_q);
     }
     for (int64_t left = m0 - given; left > 0; left--) {
         int best = 0;

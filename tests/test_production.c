@@ -338,6 +338,7 @@ static void moonep_assert_caps(const tsim_topology *t, const tsim_record *rec, c
 Test(moonep, loads_equal_the_caps_on_random_records)
 {
     uint64_t rng = 22;
+    int replicas = 0;
     for (int n = 0; n < 3000; n++) {
         tsim_random_shape s;
         draw_shape(&rng, 40, &s);
@@ -362,6 +363,7 @@ Test(moonep, loads_equal_the_caps_on_random_records)
         }
         /* The slot order changes only the labels k. */
         cr_assert_eq(plan[0].count, plan[1].count);
+        replicas += plan[0].count;
         for (int i = 0; i < plan[0].count; i++) {
             int j = 0;
             while (j < plan[1].count && (plan[1].replicas[j].expert != plan[0].replicas[i].expert ||
@@ -377,6 +379,7 @@ Test(moonep, loads_equal_the_caps_on_random_records)
         tsim_record_free(&rec);
         tsim_topology_free(&t);
     }
+    cr_assert_gt(replicas, 10000, "too few replicas (%d) to mean anything", replicas);
 }
 
 static void ultraep_random_options(uint64_t *rng, tsim_ultraep_options *o)
@@ -397,6 +400,7 @@ Test(ultraep, stays_inside_nodes_and_never_sends_and_receives)
 {
     uint64_t rng = 2606;
     bool sends[64], receives[64];
+    int quota_replicas = 0, legacy_replicas = 0;
     for (int n = 0; n < 3000; n++) {
         tsim_random_shape s;
         draw_shape(&rng, 40, &s);
@@ -425,6 +429,7 @@ Test(ultraep, stays_inside_nodes_and_never_sends_and_receives)
                          x->expert, h, x->guest);
             sends[h] = receives[x->guest] = true;
         }
+        *(o.solver == TSIM_ULTRAEP_QUOTA ? &quota_replicas : &legacy_replicas) += plan.count;
         if (o.solver == TSIM_ULTRAEP_QUOTA)
             for (int r = 0; r < t.ranks; r++)
                 cr_assert(!(sends[r] && receives[r]), "ultraep: rank %d both sends and receives", r);
@@ -434,6 +439,8 @@ Test(ultraep, stays_inside_nodes_and_never_sends_and_receives)
         tsim_record_free(&rec);
         tsim_topology_free(&t);
     }
+    cr_assert_gt(quota_replicas, 3000, "too few quota replicas (%d) to mean anything", quota_replicas);
+    cr_assert_gt(legacy_replicas, 1000, "too few legacy replicas (%d) to mean anything", legacy_replicas);
 }
 
 /* Scratch is reused: planning A, then B, then A again gives A's plan. */
