@@ -192,14 +192,20 @@ static inline int64_t ceil_div(int64_t a, int64_t b)
     return a / b + (a % b != 0 ? 1 : 0); /* a >= 0, b > 0 */
 }
 
-/* a * b / d and its remainder, exact; 64-bit division when a * b fits (a
- * 128-bit division is a slow library call). */
+/* a * b / d and its remainder for a, b >= 0, d > 0, exact. The split divides
+ * once per (source, instance): 32-bit division when the numbers fit (several
+ * times faster), 128-bit only when the product overflows. */
 static inline int64_t mul_div(int64_t a, int64_t b, int64_t d, int64_t *rem)
 {
-    int64_t prod;
-    if (!__builtin_mul_overflow(a, b, &prod)) {
-        *rem = prod % d;
-        return prod / d;
+    uint64_t prod;
+    if (!__builtin_mul_overflow((uint64_t)a, (uint64_t)b, &prod)) {
+        if (prod <= UINT32_MAX && (uint64_t)d <= UINT32_MAX) {
+            const uint32_t p32 = (uint32_t)prod, d32 = (uint32_t)d;
+            *rem = p32 % d32;
+            return p32 / d32;
+        }
+        *rem = (int64_t)(prod % (uint64_t)d);
+        return (int64_t)(prod / (uint64_t)d);
     }
     const i128 wide = (i128)a * b;
     *rem = (int64_t)(wide % d);
