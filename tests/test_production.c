@@ -15,6 +15,7 @@
 #include "random_records.h"
 #include "record.h"
 #include "topology.h"
+#include "trtllm.h"
 #include "ultraep.h"
 #include "vector_check.h"
 
@@ -24,10 +25,13 @@ typedef struct {
     bool is_moonep;
     tsim_moonep *moonep;
     tsim_ultraep *ultraep;
+    tsim_trtllm *trtllm;
 } balancer;
 
 static int balancer_plan(balancer *b, const tsim_record *rec, tsim_plan *plan, tsim_error *err)
 {
+    if (b->trtllm)
+        return tsim_trtllm_plan(b->trtllm, rec, plan, err);
     return b->is_moonep ? tsim_moonep_plan(b->moonep, rec, plan, err) : tsim_ultraep_plan(b->ultraep, rec, plan, err);
 }
 
@@ -35,6 +39,7 @@ static void balancer_free(balancer *b)
 {
     tsim_moonep_free(b->moonep);
     tsim_ultraep_free(b->ultraep);
+    tsim_trtllm_free(b->trtllm);
     memset(b, 0, sizeof *b);
 }
 
@@ -96,6 +101,13 @@ static int configure(const char *planner, const cJSON *opts, const char *path, c
         b->is_moonep = true;
         return tsim_moonep_init(&b->moonep, topo, slots, &o, err);
     }
+    if (strcmp(planner, "trtllm") == 0) {
+        tsim_trtllm_options o;
+        tsim_trtllm_options_default(&o);
+        cr_assert_eq(tsim_trtllm_parse_history(field(opts, "history", path)->valuestring, &o.history, err), 0);
+        o.decay = field(opts, "decay", path)->valuedouble;
+        return tsim_trtllm_init(&b->trtllm, topo, slots, &o, err);
+    }
     cr_assert_str_eq(planner, "ultraep", "%s: unexpected planner", path);
     tsim_ultraep_options o;
     tsim_ultraep_options_default(&o);
@@ -138,6 +150,74 @@ static void assert_close(double got, double want, const char *what, const char *
     cr_assert(got - want <= tol && want - got <= tol, "%s: %s is %.17g, expected %.17g", path, what, got, want);
 }
 
+/* Flattens an array (of arrays) of integers; NULL when absent. *n gets the
+ * number of rows (or of items for a flat array). */
+static int64_t *flat_ints(const cJSON *obj, const char *name, int *n, int *total)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(obj, name);
+    *n = *total = 0;
+    if (!a)
+        return NULL;
+    *n = cJSON_GetArraySize(a);
+    int64_t *out = malloc(sizeof *out * 65536);
+    const cJSON *x, *y;
+    cJSON_ArrayForEach(x, a) {
+        if (cJSON_IsArray(x)) {
+            cJSON_ArrayForEach(y, x) out[(*total)++] = (int64_t)y->valuedouble;
+        } else {
+            out[(*total)++] = (int64_t)x->valuedouble;
+        }
+    }
+    return out;
+}
+
+static int32_t *to_i32(const int64_t *v, int n)
+{
+    if (!v)
+        return NULL;
+    int32_t *out = malloc(sizeof *out * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++)
+        out[i] = (int32_t)v[i];
+    return out;
+}
+
+/* Seeds a layout planner's layer 0 with the vector's window, layout and
+ * placement (production-balancers.md 4); returns prev_placement (or NULL). */
+static int32_t *prime_layout_planner(balancer *b, const cJSON *root, const char *path)
+{
+    int rows, total, lrows, ltotal, prow, ptotal;
+    int64_t *window = flat_ints(root, "prev_window", &rows, &total);
+    int64_t *layout = flat_ints(root, "prev_layout", &lrows, &ltotal);
+    int64_t *placement = flat_ints(root, "prev_placement", &prow, &ptotal);
+    int32_t *layout32 = to_i32(layout, ltotal), *placement32 = to_i32(placement, ptotal);
+    tsim_error err = {0};
+    int rc = -1;
+    if (b->trtllm)
+        rc = tsim_trtllm_prime(b->trtllm, 0, window, rows, layout32, placement32, &err);
+    cr_assert_eq(rc, 0, "%s: prime: %s", path, err.msg);
+    free(window);
+    free(layout);
+    free(placement);
+    free(layout32);
+    return placement32;
+}
+
+static void check_layout(const balancer *b, const cJSON *root, const char *path)
+{
+    const cJSON *check = cJSON_GetObjectItemCaseSensitive(root, "check");
+    int rows, total;
+    int64_t *want = check ? flat_ints(check, "layout", &rows, &total) : NULL;
+    if (!want)
+        return;
+    int32_t got[65536];
+    if (b->trtllm)
+        cr_assert_eq(tsim_trtllm_layout(b->trtllm, 0, got), 0);
+    for (int p = 0; p < total; p++)
+        cr_assert_eq(got[p], want[p], "%s: layout position %d holds %d, expected %lld", path, p, got[p],
+                     (long long)want[p]);
+    free(want);
+}
+
 /* Passes when the plan equals expect entry by entry and the metrics match;
  * a refusal vector passes when init refuses with exit 2 and its message. */
 static void check_vector(const char *path)
@@ -162,13 +242,32 @@ static void check_vector(const char *path)
         cr_assert_str_eq(err.msg, error->valuestring, "%s: message", path);
     } else {
         cr_assert_eq(rc, 0, "%s: %s", path, err.msg);
+        const bool layout_planner = b.trtllm != NULL;
+        int32_t *previous = layout_planner ? prime_layout_planner(&b, root, path) : NULL;
         tsim_plan got, want;
         cr_assert_eq(tsim_plan_init(&got, R, R * (topo.slots > 0 ? topo.slots : 1), &err), 0);
         cr_assert_eq(balancer_plan(&b, &rec, &got, &err), 0, "%s: %s", path, err.msg);
         tsim_evaluator ev;
         tsim_metrics m;
         cr_assert_eq(tsim_evaluator_init(&ev, &topo, &err), 0);
-        cr_assert_eq(tsim_evaluate(&ev, &rec, &got, 3.0, planner, &m, &err), 0, "%s: %s", path, err.msg);
+        cr_assert_eq(tsim_evaluate_placed(&ev, &rec, &got, previous, 3.0, planner, &m, &err), 0, "%s: %s", path,
+                     err.msg);
+        if (layout_planner) {
+            check_layout(&b, root, path);
+            int n, total;
+            int64_t *home = flat_ints(expect, "placement", &n, &total);
+            cr_assert(home != NULL && total == rec.experts, "%s: expect has no placement", path);
+            cr_assert(tsim_plan_has_placement(&got), "%s: the plan carries no placement", path);
+            for (int e = 0; e < total; e++)
+                cr_assert_eq(got.placement[e], home[e], "%s: home'(%d) is %d, expected %lld", path, e,
+                             got.placement[e], (long long)home[e]);
+            cr_assert_eq((int)m.v[TSIM_M_REHOMED_INTRA], int_field(expect, "rehomed_intra", path), "%s: rehomed_intra",
+                         path);
+            cr_assert_eq((int)m.v[TSIM_M_REHOMED_INTER], int_field(expect, "rehomed_inter", path), "%s: rehomed_inter",
+                         path);
+            free(home);
+        }
+        free(previous);
         const cJSON *loads = field(expect, "loads_after", path);
         for (int r = 0; r < R; r++)
             cr_assert_eq(ev.load_after[r], (int64_t)cJSON_GetArrayItem(loads, r)->valuedouble,
@@ -207,6 +306,11 @@ Test(moonep, every_vector_passes_including_the_refusal)
 Test(ultraep, every_vector_passes)
 {
     check_all_vectors("ultraep", 8);
+}
+
+Test(trtllm, every_vector_passes)
+{
+    check_all_vectors("trtllm", 8);
 }
 
 /* ---- configuration errors --------------------------------------------------- */
