@@ -14,6 +14,7 @@
 #include "plan.h"
 #include "random_records.h"
 #include "record.h"
+#include "swift.h"
 #include "topology.h"
 #include "trtllm.h"
 #include "ultraep.h"
@@ -26,12 +27,15 @@ typedef struct {
     tsim_moonep *moonep;
     tsim_ultraep *ultraep;
     tsim_trtllm *trtllm;
+    tsim_swift *swift;
 } balancer;
 
 static int balancer_plan(balancer *b, const tsim_record *rec, tsim_plan *plan, tsim_error *err)
 {
     if (b->trtllm)
         return tsim_trtllm_plan(b->trtllm, rec, plan, err);
+    if (b->swift)
+        return tsim_swift_plan(b->swift, rec, plan, err);
     return b->is_moonep ? tsim_moonep_plan(b->moonep, rec, plan, err) : tsim_ultraep_plan(b->ultraep, rec, plan, err);
 }
 
@@ -40,6 +44,7 @@ static void balancer_free(balancer *b)
     tsim_moonep_free(b->moonep);
     tsim_ultraep_free(b->ultraep);
     tsim_trtllm_free(b->trtllm);
+    tsim_swift_free(b->swift);
     memset(b, 0, sizeof *b);
 }
 
@@ -107,6 +112,13 @@ static int configure(const char *planner, const cJSON *opts, const char *path, c
         cr_assert_eq(tsim_trtllm_parse_history(field(opts, "history", path)->valuestring, &o.history, err), 0);
         o.decay = field(opts, "decay", path)->valuedouble;
         return tsim_trtllm_init(&b->trtllm, topo, slots, &o, err);
+    }
+    if (strcmp(planner, "swift") == 0) {
+        tsim_swift_options o;
+        tsim_swift_options_default(&o);
+        cr_assert_eq(tsim_swift_parse_history(field(opts, "history", path)->valuestring, &o.history, err), 0);
+        o.tp = int_field(opts, "tp", path);
+        return tsim_swift_init(&b->swift, topo, slots, &o, err);
     }
     cr_assert_str_eq(planner, "ultraep", "%s: unexpected planner", path);
     tsim_ultraep_options o;
@@ -194,6 +206,8 @@ static int32_t *prime_layout_planner(balancer *b, const cJSON *root, const char 
     int rc = -1;
     if (b->trtllm)
         rc = tsim_trtllm_prime(b->trtllm, 0, window, rows, layout32, placement32, &err);
+    else
+        rc = tsim_swift_prime(b->swift, 0, window, rows, layout32, placement32, &err);
     cr_assert_eq(rc, 0, "%s: prime: %s", path, err.msg);
     free(window);
     free(layout);
@@ -212,6 +226,8 @@ static void check_layout(const balancer *b, const cJSON *root, const char *path)
     int32_t got[65536];
     if (b->trtllm)
         cr_assert_eq(tsim_trtllm_layout(b->trtllm, 0, got), 0);
+    else
+        cr_assert_eq(tsim_swift_layout(b->swift, 0, got), 0);
     for (int p = 0; p < total; p++)
         cr_assert_eq(got[p], want[p], "%s: layout position %d holds %d, expected %lld", path, p, got[p],
                      (long long)want[p]);
@@ -242,7 +258,7 @@ static void check_vector(const char *path)
         cr_assert_str_eq(err.msg, error->valuestring, "%s: message", path);
     } else {
         cr_assert_eq(rc, 0, "%s: %s", path, err.msg);
-        const bool layout_planner = b.trtllm != NULL;
+        const bool layout_planner = b.trtllm != NULL || b.swift != NULL;
         int32_t *previous = layout_planner ? prime_layout_planner(&b, root, path) : NULL;
         tsim_plan got, want;
         cr_assert_eq(tsim_plan_init(&got, R, R * (topo.slots > 0 ? topo.slots : 1), &err), 0);
@@ -311,6 +327,11 @@ Test(ultraep, every_vector_passes)
 Test(trtllm, every_vector_passes)
 {
     check_all_vectors("trtllm", 8);
+}
+
+Test(swift, every_vector_passes)
+{
+    check_all_vectors("swift", 8);
 }
 
 /* ---- configuration errors --------------------------------------------------- */
