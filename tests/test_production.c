@@ -722,3 +722,221 @@ Test(production, empty_record_single_rank_and_fewer_tokens_than_ranks)
     tsim_record_free(&rec);
     tsim_topology_free(&t);
 }
+
+/* ---- trtllm and swift over record sequences ------------------------------------ */
+
+static int layout_planner_layout(const balancer *b, int64_t layer, int32_t *out)
+{
+    return b->trtllm ? tsim_trtllm_layout(b->trtllm, layer, out) : tsim_swift_layout(b->swift, layer, out);
+}
+
+/* Every expert keeps a copy, and swift never holds an expert twice on a rank
+ * nor moves an expert that stays on its rank. */
+static void assert_layout_rules(const balancer *b, const int32_t *before, const int32_t *after, int R, int E, int S)
+{
+    int copies[1024] = {0};
+    for (int p = 0; p < R * S; p++) {
+        cr_assert(after[p] >= 0 && after[p] < E, "position %d holds expert %d", p, after[p]);
+        copies[after[p]]++;
+    }
+    for (int e = 0; e < E; e++)
+        cr_assert_gt(copies[e], 0, "expert %d lost its last copy", e);
+    if (!b->swift)
+        return;
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < S; j++) {
+            const int e = before[r * S + j];
+            bool stays = false;
+            for (int k = 0; k < S; k++) {
+                if (k != j)
+                    cr_assert_neq(after[r * S + j], after[r * S + k], "swift: expert twice on rank %d", r);
+                stays |= after[r * S + k] == e;
+            }
+            if (stays)
+                cr_assert_eq(after[r * S + j], e, "swift: expert %d stays on rank %d but moved from position %d", e,
+                             r, j);
+        }
+}
+
+static void run_sequence(uint64_t *rng, bool swift, int *updates_seen)
+{
+    tsim_random_shape s;
+    tsim_random_shape_draw(rng, 16, &s);
+    if (s.ranks < 2)
+        s.ranks = 2;
+    s.experts = s.ranks * (int)tsim_rand_range(rng, 1, 6);
+    const int R = s.ranks, E = s.experts, hpr = E / R;
+    const int max_k = E - hpr < 3 ? E - hpr : 3;
+    const int K = (int)tsim_rand_range(rng, 0, max_k), S = hpr + K, L = (int)tsim_rand_range(rng, 1, 3);
+    s.slots = K;
+    tsim_topology t;
+    topo_or_die(&t, R, E, s.ranks_per_node, K, NULL);
+    balancer b = {0};
+    const int history = (int)tsim_rand_range(rng, 0, 9) < 6 ? 0 : (int)tsim_rand_range(rng, 1, 2);
+    const int interval = (int)tsim_rand_range(rng, 1, 4);
+    if (swift) {
+        tsim_swift_options o = {.history = history, .interval = interval, .tp = 1};
+        if (R % 2 == 0 && tsim_rand_range(rng, 0, 3) == 0)
+            o.tp = 2;
+        cr_assert_eq(tsim_swift_init(&b.swift, &t, K, &o, NULL), 0);
+    } else {
+        tsim_trtllm_options o = {.history = history, .interval = interval, .decay = 0.95};
+        cr_assert_eq(tsim_trtllm_init(&b.trtllm, &t, K, &o, NULL), 0);
+    }
+    tsim_evaluator ev;
+    cr_assert_eq(tsim_evaluator_init(&ev, &t, NULL), 0);
+    tsim_plan plan;
+    cr_assert_eq(tsim_plan_init(&plan, R, 1, NULL), 0);
+    int32_t *prev_home = malloc(sizeof *prev_home * (size_t)(E * L)), *before = malloc(sizeof *before * (size_t)(R * S));
+    int32_t *after = malloc(sizeof *after * (size_t)(R * S));
+    bool *seen = calloc((size_t)L, sizeof *seen);
+    for (int i = 0; i < 14; i++) {
+        tsim_record rec;
+        tsim_random_record(rng, &s, &rec);
+        rec.layer = i % L;
+        rec.index = i;
+        const bool had = layout_planner_layout(&b, rec.layer, before) == 0;
+        tsim_error err = {0};
+        tsim_metrics m;
+        cr_assert_eq(balancer_plan(&b, &rec, &plan, &err), 0, "%s", err.msg);
+        cr_assert_eq(tsim_evaluate_placed(&ev, &rec, &plan, seen[rec.layer] ? prev_home + rec.layer * E : NULL, 3.0,
+                                          swift ? "swift" : "trtllm", &m, &err),
+                     0, "%s (R %d E %d K %d rpn %d)", err.msg, R, E, K, s.ranks_per_node);
+        cr_assert(tsim_plan_has_placement(&plan));
+        memcpy(prev_home + rec.layer * E, plan.placement, sizeof *prev_home * (size_t)E);
+        seen[rec.layer] = true;
+        cr_assert_eq(layout_planner_layout(&b, rec.layer, after), 0);
+        if (had) {
+            assert_layout_rules(&b, before, after, R, E, S);
+            *updates_seen += memcmp(before, after, sizeof *after * (size_t)(R * S)) != 0;
+        }
+        tsim_record_free(&rec);
+    }
+    free(seen);
+    free(after);
+    free(before);
+    free(prev_home);
+    tsim_plan_free(&plan);
+    tsim_evaluator_free(&ev);
+    balancer_free(&b);
+    tsim_topology_free(&t);
+}
+
+Test(trtllm, keeps_every_expert_and_the_capacity_over_sequences)
+{
+    uint64_t rng = 65;
+    int changed = 0;
+    for (int n = 0; n < 400; n++)
+        run_sequence(&rng, false, &changed);
+    cr_assert_gt(changed, 300, "too few layout changes (%d) to mean anything", changed);
+}
+
+Test(swift, keeps_every_expert_capacity_and_the_positions_of_stayers)
+{
+    uint64_t rng = 182;
+    int changed = 0;
+    for (int n = 0; n < 400; n++)
+        run_sequence(&rng, true, &changed);
+    cr_assert_gt(changed, 200, "too few layout changes (%d) to mean anything", changed);
+}
+
+/* prime is the state the layer's earlier records leave: records 0 and 1 in
+ * order give record 1 the plan that prime(window = record 0) gives it. */
+Test(production, prime_equals_planning_the_earlier_records)
+{
+    uint64_t rng = 11;
+    for (int n = 0; n < 200; n++) {
+        tsim_random_shape s;
+        tsim_random_shape_draw(&rng, 16, &s);
+        const int R = s.ranks, E = s.experts, K = E / R > 1 ? 1 : 0;
+        tsim_topology t;
+        topo_or_die(&t, R, E, s.ranks_per_node, K, NULL);
+        tsim_record r0, r1;
+        tsim_random_record(&rng, &s, &r0);
+        tsim_random_record(&rng, &s, &r1);
+        r1.index = 1;
+        int64_t *tpe = malloc(sizeof *tpe * (size_t)E);
+        tsim_record_expert_totals(&r0, tpe);
+        for (int which = 0; which < 2; which++) {
+            balancer seq = {0}, primed = {0};
+            if (which == 0) {
+                tsim_trtllm_options o;
+                tsim_trtllm_options_default(&o);
+                cr_assert_eq(tsim_trtllm_init(&seq.trtllm, &t, K, &o, NULL), 0);
+                cr_assert_eq(tsim_trtllm_init(&primed.trtllm, &t, K, &o, NULL), 0);
+                cr_assert_eq(tsim_trtllm_prime(primed.trtllm, 0, tpe, 1, NULL, NULL, NULL), 0);
+            } else {
+                tsim_swift_options o;
+                tsim_swift_options_default(&o);
+                cr_assert_eq(tsim_swift_init(&seq.swift, &t, K, &o, NULL), 0);
+                cr_assert_eq(tsim_swift_init(&primed.swift, &t, K, &o, NULL), 0);
+                cr_assert_eq(tsim_swift_prime(primed.swift, 0, tpe, 1, NULL, NULL, NULL), 0);
+            }
+            tsim_plan a, c;
+            cr_assert_eq(tsim_plan_init(&a, R, 1, NULL), 0);
+            cr_assert_eq(tsim_plan_init(&c, R, 1, NULL), 0);
+            cr_assert_eq(balancer_plan(&seq, &r0, &a, NULL), 0);
+            cr_assert_eq(balancer_plan(&seq, &r1, &a, NULL), 0);
+            cr_assert_eq(balancer_plan(&primed, &r1, &c, NULL), 0);
+            cr_assert(tsim_plan_equal(&a, &c), "%s: prime differs from planning record 0",
+                      which == 0 ? "trtllm" : "swift");
+            tsim_plan_free(&a);
+            tsim_plan_free(&c);
+            balancer_free(&seq);
+            balancer_free(&primed);
+        }
+        free(tpe);
+        tsim_record_free(&r0);
+        tsim_record_free(&r1);
+        tsim_topology_free(&t);
+    }
+}
+
+Test(production, layout_planner_configuration_errors)
+{
+    tsim_topology t;
+    tsim_error err = {0};
+    tsim_trtllm_options to;
+    tsim_swift_options so;
+    tsim_trtllm *tr = NULL;
+    tsim_swift *sw = NULL;
+    topo_or_die(&t, 1, 4, 8, 1, NULL);
+    tsim_trtllm_options_default(&to);
+    tsim_swift_options_default(&so);
+    cr_assert_eq(tsim_trtllm_init(&tr, &t, 1, &to, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "2 or more ranks") != NULL, "%s", err.msg);
+    cr_assert_eq(tsim_swift_init(&sw, &t, 1, &so, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "2 or more ranks") != NULL, "%s", err.msg);
+    tsim_topology_free(&t);
+    topo_or_die(&t, 4, 2048, 8, 1, NULL);
+    cr_assert_eq(tsim_trtllm_init(&tr, &t, 1, &to, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "at most 1024 experts") != NULL, "%s", err.msg);
+    tsim_topology_free(&t);
+    topo_or_die(&t, 4, 8, 2, 1, NULL);
+    cr_assert_eq(tsim_trtllm_init(&tr, &t, -1, &to, &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_swift_init(&sw, &t, -1, &so, &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_swift_init(&sw, &t, 7, &so, &err), TSIM_E_INPUT); /* K > E - hpr = 6 */
+    cr_assert(strstr(err.msg, "E - E/R = 6") != NULL, "%s", err.msg);
+    cr_assert_eq(tsim_swift_init(&sw, &t, 6, &so, &err), 0, "%s", err.msg);
+    tsim_swift_free(sw);
+    cr_assert_eq(tsim_trtllm_init(&tr, &t, 7, &to, &err), 0, "K > E - hpr is allowed: %s", err.msg);
+    tsim_trtllm_free(tr);
+    to.decay = 1.5;
+    cr_assert_eq(tsim_trtllm_init(&tr, &t, 1, &to, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "--trtllm-decay") != NULL, "%s", err.msg);
+    tsim_trtllm_options_default(&to);
+    to.interval = 0;
+    cr_assert_eq(tsim_trtllm_init(&tr, &t, 1, &to, &err), TSIM_E_INPUT);
+    so.interval = 0;
+    cr_assert_eq(tsim_swift_init(&sw, &t, 1, &so, &err), TSIM_E_INPUT);
+    tsim_swift_options_default(&so);
+    so.tp = 3;
+    cr_assert_eq(tsim_swift_init(&sw, &t, 1, &so, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "--swift-tp 3") != NULL, "%s", err.msg);
+    int h = -1;
+    cr_assert_eq(tsim_trtllm_parse_history("oracle", &h, &err), 0);
+    cr_assert_eq(h, TSIM_TRTLLM_HISTORY_ORACLE);
+    cr_assert_eq(tsim_swift_parse_history("lru", &h, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "swift: unknown --swift-history 'lru' (prev, oracle, none)");
+    tsim_topology_free(&t);
+}
