@@ -1,11 +1,16 @@
 /* Per-record plan latency of the production balancers (issue 22): moonep at
- * its own K = E/R, ultraep at K = 2, 8 ranks per node. Records are synthetic:
+ * its own K = E/R, ultraep at K = 2, and trtllm and swift at K = 2 between
+ * updates (history none) and updating at every record (history oracle), all
+ * with 8 ranks per node. Records are synthetic:
  * Dirichlet expert popularity (alpha 5) with one hot rank whose experts weigh
  * 1.5x, and every source rank draws 32768 routed entries from it
  * (multinomial). The planner call alone is timed; the evaluator then checks
  * every plan and gives the mean imbalance and replica count. Fixed seed.
  *
  *   production_latency [--records N] [--passes P] [--seed S] [--only PLANNER]
+ *
+ * On a shared machine read the CPU column: the wall clock also counts the
+ * time other processes held the core.
  */
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -17,6 +22,8 @@
 #include "clock.h"
 #include "evaluate.h"
 #include "moonep.h"
+#include "swift.h"
+#include "trtllm.h"
 #include "ultraep.h"
 
 #define ENTRIES_PER_SOURCE 32768
@@ -33,7 +40,60 @@ static int64_t cpu_ns(void)
 typedef struct {
     const char *planner;
     int R, E, K;
+    const char *history; /* trtllm, swift: oracle = an update every record, none = between updates */
 } config;
+
+/* One configured planner of any of the four kinds. */
+typedef struct {
+    tsim_moonep *moonep;
+    tsim_ultraep *ultraep;
+    tsim_trtllm *trtllm;
+    tsim_swift *swift;
+} planner;
+
+static int planner_init(planner *p, const config *c, const tsim_topology *topo, tsim_error *err)
+{
+    memset(p, 0, sizeof *p);
+    if (strcmp(c->planner, "moonep") == 0) {
+        tsim_moonep_options o;
+        tsim_moonep_options_default(&o);
+        return tsim_moonep_init(&p->moonep, topo, c->K, &o, err);
+    }
+    if (strcmp(c->planner, "ultraep") == 0) {
+        tsim_ultraep_options o;
+        tsim_ultraep_options_default(&o);
+        return tsim_ultraep_init(&p->ultraep, topo, c->K, &o, err);
+    }
+    if (strcmp(c->planner, "trtllm") == 0) {
+        tsim_trtllm_options o;
+        tsim_trtllm_options_default(&o);
+        int rc = tsim_trtllm_parse_history(c->history, &o.history, err);
+        return rc ? rc : tsim_trtllm_init(&p->trtllm, topo, c->K, &o, err);
+    }
+    tsim_swift_options o;
+    tsim_swift_options_default(&o);
+    int rc = tsim_swift_parse_history(c->history, &o.history, err);
+    return rc ? rc : tsim_swift_init(&p->swift, topo, c->K, &o, err);
+}
+
+static int planner_plan(planner *p, const tsim_record *rec, tsim_plan *plan, tsim_error *err)
+{
+    if (p->moonep)
+        return tsim_moonep_plan(p->moonep, rec, plan, err);
+    if (p->ultraep)
+        return tsim_ultraep_plan(p->ultraep, rec, plan, err);
+    if (p->trtllm)
+        return tsim_trtllm_plan(p->trtllm, rec, plan, err);
+    return tsim_swift_plan(p->swift, rec, plan, err);
+}
+
+static void planner_free(planner *p)
+{
+    tsim_moonep_free(p->moonep);
+    tsim_ultraep_free(p->ultraep);
+    tsim_trtllm_free(p->trtllm);
+    tsim_swift_free(p->swift);
+}
 
 static void make_records(gsl_rng *rng, int R, int E, int n, tsim_record *recs)
 {
@@ -70,14 +130,8 @@ static int run(const config *c, int records, int passes, gsl_rng *rng)
     }
     tsim_record *recs = calloc((size_t)records, sizeof *recs);
     make_records(rng, c->R, c->E, records, recs);
-    const bool moon = strcmp(c->planner, "moonep") == 0;
-    tsim_moonep *m = NULL;
-    tsim_ultraep *u = NULL;
-    tsim_moonep_options mo;
-    tsim_ultraep_options uo;
-    tsim_moonep_options_default(&mo);
-    tsim_ultraep_options_default(&uo);
-    int rc = moon ? tsim_moonep_init(&m, &topo, c->K, &mo, &err) : tsim_ultraep_init(&u, &topo, c->K, &uo, &err);
+    planner pl;
+    int rc = planner_init(&pl, c, &topo, &err);
     tsim_plan plan;
     tsim_evaluator ev;
     if (rc == TSIM_OK)
@@ -92,10 +146,10 @@ static int run(const config *c, int records, int passes, gsl_rng *rng)
      * planner alone, with one clock reading per pass. */
     double rho_before = 0, rho_after = 0, replicas = 0, inter = 0;
     for (int i = 0; i < records; i++) {
-        rc = moon ? tsim_moonep_plan(m, &recs[i], &plan, &err) : tsim_ultraep_plan(u, &recs[i], &plan, &err);
+        rc = planner_plan(&pl, &recs[i], &plan, &err);
         tsim_metrics met;
         if (rc == TSIM_OK)
-            rc = tsim_evaluate(&ev, &recs[i], &plan, 3.0, c->planner, &met, &err);
+            rc = tsim_evaluate_placed(&ev, &recs[i], &plan, NULL, 3.0, c->planner, &met, &err);
         if (rc != TSIM_OK) {
             fprintf(stderr, "%s\n", err.msg);
             return 3;
@@ -108,19 +162,16 @@ static int run(const config *c, int records, int passes, gsl_rng *rng)
     const int64_t t0 = tsim_now_ns(), c0 = cpu_ns();
     for (int pass = 0; pass < passes; pass++)
         for (int i = 0; i < records; i++)
-            if (moon)
-                tsim_moonep_plan(m, &recs[i], &plan, &err);
-            else
-                tsim_ultraep_plan(u, &recs[i], &plan, &err);
+            planner_plan(&pl, &recs[i], &plan, &err);
     const int64_t cpu = cpu_ns() - c0, ns = tsim_now_ns() - t0;
     const double n = (double)records * passes;
-    printf("| %-7s | %3d | %4d | %d | %8.2f | %8.2f | %6.3f -> %6.4f | %5.1f (%4.1f inter) |\n", c->planner, c->R,
-           c->E, c->K, (double)ns / 1000.0 / n, (double)cpu / 1000.0 / n, rho_before, rho_after, replicas, inter);
+    printf("| %-7s | %-6s | %3d | %4d | %d | %8.2f | %8.2f | %6.3f -> %6.4f | %5.1f (%4.1f inter) |\n", c->planner,
+           c->history ? c->history : "-", c->R, c->E, c->K, (double)ns / 1000.0 / n, (double)cpu / 1000.0 / n,
+           rho_before, rho_after, replicas, inter);
     for (int i = 0; i < records; i++)
         tsim_record_free(&recs[i]);
     free(recs);
-    tsim_moonep_free(m);
-    tsim_ultraep_free(u);
+    planner_free(&pl);
     tsim_plan_free(&plan);
     tsim_evaluator_free(&ev);
     tsim_topology_free(&topo);
@@ -151,13 +202,15 @@ int main(int argc, char **argv)
         return 2;
     }
     static const config configs[] = {
-        {"moonep", 16, 128, 8}, {"moonep", 32, 128, 4}, {"moonep", 64, 256, 4},
-        {"ultraep", 16, 128, 2}, {"ultraep", 32, 128, 2}, {"ultraep", 64, 256, 2},
+        {"moonep", 16, 128, 8, NULL}, {"moonep", 32, 128, 4, NULL}, {"moonep", 64, 256, 4, NULL},
+        {"ultraep", 16, 128, 2, NULL}, {"ultraep", 32, 128, 2, NULL}, {"ultraep", 64, 256, 2, NULL},
+        {"trtllm", 32, 128, 2, "none"}, {"trtllm", 32, 128, 2, "oracle"},
+        {"swift", 32, 128, 2, "none"}, {"swift", 32, 128, 2, "oracle"},
     };
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(rng, seed);
-    printf("| planner | R | E | K | wall us/record | cpu us/record | rho before -> after | replicas |\n"
-           "|---|---|---|---|---|---|---|---|\n");
+    printf("| planner | history | R | E | K | wall us/record | cpu us/record | rho before -> after | replicas |\n"
+           "|---|---|---|---|---|---|---|---|---|\n");
     int rc = 0;
     for (size_t i = 0; i < sizeof configs / sizeof configs[0] && rc == 0; i++)
         if (!only || strcmp(only, configs[i].planner) == 0)
