@@ -324,8 +324,9 @@ static int64_t fallback_search(tsim_ultraep *u, int first, int64_t c, int64_t hi
     return a;
 }
 
-/* 3.2-3.5: leaves the final build's exports in ex_*. */
-static void solve_quota(tsim_ultraep *u, int first)
+/* 3.2-3.5: leaves the final build's exports in ex_* and returns its
+ * threshold. */
+static int64_t solve_quota(tsim_ultraep *u, int first)
 {
     const int G = u->G;
     int64_t total = 0, max_w = 0;
@@ -350,15 +351,43 @@ static void solve_quota(tsim_ultraep *u, int first)
     const int64_t step = (hi + 99) / 100 > 1 ? (hi + 99) / 100 : 1;
     const int64_t t1 = t0 + step < hi ? t0 + step : hi;
     const int64_t t2 = t1 + step < hi ? t1 + step : hi;
-    if (build(u, first, t0, false) || build(u, first, t1, false) || build(u, first, t2, false))
-        return;
+    if (build(u, first, t0, false))
+        return t0;
+    if (build(u, first, t1, false))
+        return t1;
+    if (build(u, first, t2, false))
+        return t2;
     int64_t c = ceil_div(total, G);
     if (c < lo)
         c = lo;
     if (build(u, first, c, true))
-        return;
+        return c;
     const int64_t a = fallback_search(u, first, c, hi);
     build(u, first, a, true);
+    return a;
+}
+
+/* Section 7: a rank above t computes exactly t by quota, every other rank
+ * between its native load and t. A miss is a planner bug (internal error). */
+static int check_quotas(tsim_ultraep *u, const tsim_record *rec, int first, int64_t t, tsim_error *err)
+{
+    int64_t *quota_load = u->slack; /* free after the build */
+    for (int i = 0; i < u->G; i++)
+        quota_load[i] = u->W[first + i];
+    for (int x = 0; x < u->nex; x++) {
+        quota_load[u->home[u->ex_e[x]] - first] -= u->ex_q[x];
+        quota_load[u->ex_g[x] - first] += u->ex_q[x];
+    }
+    for (int i = 0; i < u->G; i++) {
+        const int64_t w = u->W[first + i], q = quota_load[i];
+        if (w > t ? q != t : (q > t || q < w))
+            return tsim_error_set(err, TSIM_E_INTERNAL,
+                                  "ultraep: record %lld (microbatch %lld, layer %lld): rank %d quota load %lld, "
+                                  "threshold %lld",
+                                  (long long)rec->index, (long long)rec->microbatch, (long long)rec->layer, first + i,
+                                  (long long)q, (long long)t);
+    }
+    return TSIM_OK;
 }
 
 /* 3.7, locality on, for source r with m0 tokens: shares[j] of each instance. */
@@ -583,7 +612,7 @@ static int legacy_domain(tsim_ultraep *u, const tsim_record *rec, int first, int
 }
 
 /* Per record: orders, then each domain on its own. */
-static int plan_domain(tsim_ultraep *u, const tsim_record *rec, int first, tsim_plan *plan)
+static int plan_domain(tsim_ultraep *u, const tsim_record *rec, int first, tsim_plan *plan, tsim_error *err)
 {
     const int G = u->G, hpr = u->hpr;
     int64_t total = 0;
@@ -592,12 +621,12 @@ static int plan_domain(tsim_ultraep *u, const tsim_record *rec, int first, tsim_
         total += u->W[first + i];
     }
     if (u->K == 0 || G == 1)
-        return 0;
+        return TSIM_OK;
     /* The legacy greedy fills every slot, even of an idle domain. */
-    if (u->opt.solver == TSIM_ULTRAEP_LEGACY)
-        return legacy_domain(u, rec, first, total, plan);
-    if (total == 0)
-        return 0;
+    if (u->opt.solver == TSIM_ULTRAEP_LEGACY && legacy_domain(u, rec, first, total, plan) < 0)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "ultraep: out of memory growing the plan");
+    if (u->opt.solver == TSIM_ULTRAEP_LEGACY || total == 0)
+        return TSIM_OK;
     tsim_sort_stable_by_key(u->senders, G, u->W, true, u->sort_tmp);
     for (int i = 0; i < G; i++) {
         int *order = u->expert_order + (size_t)(first + i) * (size_t)hpr;
@@ -606,8 +635,13 @@ static int plan_domain(tsim_ultraep *u, const tsim_record *rec, int first, tsim_
             order[k] = L[k];
         tsim_sort_stable_by_key(order, hpr, u->tpe, true, u->sort_tmp);
     }
-    solve_quota(u, first);
-    return emit_quota(u, rec, first, plan);
+    const int64_t t = solve_quota(u, first);
+    const int rc = check_quotas(u, rec, first, t, err);
+    if (rc != TSIM_OK)
+        return rc;
+    if (emit_quota(u, rec, first, plan) < 0)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "ultraep: out of memory growing the plan");
+    return TSIM_OK;
 }
 
 int tsim_ultraep_plan(tsim_ultraep *u, const tsim_record *rec, tsim_plan *plan, tsim_error *err)
@@ -623,9 +657,11 @@ int tsim_ultraep_plan(tsim_ultraep *u, const tsim_record *rec, tsim_plan *plan, 
     memset(u->W, 0, sizeof *u->W * (size_t)R);
     for (int e = 0; e < E; e++)
         u->W[u->home[e]] += u->tpe[e];
-    for (int first = 0; first < R; first += u->G)
-        if (plan_domain(u, rec, first, plan) < 0)
-            return tsim_error_set(err, TSIM_E_INTERNAL, "ultraep: out of memory growing the plan");
+    for (int first = 0; first < R; first += u->G) {
+        const int rc = plan_domain(u, rec, first, plan, err);
+        if (rc != TSIM_OK)
+            return rc;
+    }
     /* A replica's planned count is what it receives (3.7). */
     for (int i = 0; i < plan->count; i++) {
         const int64_t *row = tsim_plan_alloc_row_c(plan, i);
