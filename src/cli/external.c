@@ -30,6 +30,23 @@ typedef struct {
 static label_option *label_options;
 static int n_label_options, cap_label_options;
 
+static _Thread_local const char *running_label;
+
+void tsim_external_enter(const char *label)
+{
+    running_label = label;
+}
+
+void tsim_external_leave(void)
+{
+    running_label = NULL;
+}
+
+const char *tsim_external_running(void)
+{
+    return running_label;
+}
+
 static char *dup_text(const char *s, size_t n)
 {
     char *d = malloc(n + 1);

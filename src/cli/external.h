@@ -57,6 +57,14 @@ void tsim_external_scan_list(const char *list);
  * (no '=VALUE') with a message. */
 int tsim_external_take_option(const char *text, bool *taken, tsim_error *err);
 
+/* Around every call into a plugin (its constructors at load time included):
+ * the calling thread is running planner `label`, so that an exit() from
+ * inside it is reported as the planner's (signals.c's exit guard). */
+void tsim_external_enter(const char *label);
+void tsim_external_leave(void);
+/* The label of the planner this thread is running code of, or NULL. */
+const char *tsim_external_running(void);
+
 /* Kills every running exec planner's process group; async-signal-safe
  * (the handler of signals.c calls it). */
 void tsim_exec_kill_all(void);
