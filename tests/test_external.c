@@ -640,3 +640,33 @@ Test(registry, a_test_only_planner_is_registered_like_a_built_in)
     cr_assert(tsim_planner_find("taot"), "the built-ins stay");
     cr_assert(!d->external);
 }
+
+/* ---- temporary outputs ---------------------------------------------------------- */
+
+#include "outfile.h"
+
+/* The signal handler's list of temporaries has no limit: every one of 100
+ * open outputs is removed (there were 64 places, the 65th was dropped). */
+Test(outfile, every_pending_temporary_is_removed)
+{
+    char dir[] = "/tmp/tsim-outfile-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    enum { N = 100 };
+    static tsim_outfile files[N];
+    for (int i = 0; i < N; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/out%d.md", dir, i);
+        tsim_error err = {0};
+        cr_assert_eq(tsim_outfile_open(&files[i], path, &err), TSIM_OK, "%d: %s", i, err.msg);
+        cr_assert_eq(access(files[i].tmp_path, F_OK), 0);
+    }
+    tsim_outfile_unlink_pending();
+    for (int i = 0; i < N; i++) {
+        cr_assert_neq(access(files[i].tmp_path, F_OK), 0, "%s is left", files[i].tmp_path);
+        tsim_outfile_abort(&files[i]);
+    }
+    tsim_error err = {0};
+    cr_assert_eq(tsim_outfile_check_writable("", &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "empty file name (give a path, or - for standard output)");
+    cr_assert_eq(rmdir(dir), 0, "the directory is empty");
+}
