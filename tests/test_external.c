@@ -573,6 +573,12 @@ static const plugin_case plugin_cases[] = {
     {"libbad_invalid.so", "plan", "planner 'b', record 0 (microbatch 0, layer 0): invalid plan: replica 0 puts "
                                   "expert 0 on its home rank 0"},
     {"libbad_overfull.so", "plan", "planner 'b', record 0: plugin 'bad' returned 9 replicas, capacity 8"},
+    /* sizes and buffers are taotsim's: overwriting them is refused, never trusted */
+    {"libbad_ranks.so", "plan", "planner 'b', record 0: plugin 'bad' changed the plan's 'ranks', which only taotsim "
+                                "sets"},
+    {"libbad_capacity.so", "plan", "planner 'b', record 0: plugin 'bad' changed the plan's 'capacity'"},
+    {"libbad_replicas.so", "plan", "planner 'b', record 0: plugin 'bad' changed the plan's 'replicas'"},
+    {"libbad_huge_batch.so", "load", "'bad' asks for batches of 2147483647 records; at most 4096"},
 };
 
 Test(plugin, every_broken_plugin_is_refused_clearly, .init = setup, .fini = teardown)
