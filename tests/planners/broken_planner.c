@@ -78,9 +78,10 @@ int main(int argc, char **argv)
         }
     }
 
-    long long held = -1;
+    long long held = -1, last_id = -1;
     for (int n = 0; getline(&line, &cap, stdin) > 0; n++) {
         long long id = request_id(line);
+        last_id = id;
         if (strcmp(mode, "garbage") == 0) {
             printf("this is not json\n");
         } else if (strcmp(mode, "wrong-id") == 0) {
@@ -119,6 +120,8 @@ int main(int argc, char **argv)
             printf("{\"id\":%lld,\"replicas\":[[0,3,0,2]],\"alloc\":[[1,0,3,0,1.5]]}\n", id);
         } else if (strcmp(mode, "error-escaped") == 0) {
             printf("{\"id\":%lld,\"error\":\"bad \\\"input\\\"\\nsecond line \\u00e9\"}\n", id);
+        } else if (strcmp(mode, "error-number") == 0) {
+            printf("{\"id\":%lld,\"error\":5,\"replicas\":[],\"alloc\":[]}\n", id);
         } else if (strcmp(mode, "error-answer") == 0) {
             printf("{\"id\":%lld,\"error\":\"out of memory on the planner's GPU\"}\n", id);
         } else if (strcmp(mode, "reverse") == 0) {
@@ -141,6 +144,8 @@ int main(int argc, char **argv)
     }
     if (held >= 0)
         answer_empty(held);
+    if (strcmp(mode, "late-answer") == 0) /* stdin has closed: a second, invalid answer for the last id */
+        printf("{\"id\":%lld,\"replicas\":[[0,0,0]],\"alloc\":[]}\n", last_id);
     if (strcmp(mode, "ignore-eof") == 0)
         sleep_forever();
     free(line);
