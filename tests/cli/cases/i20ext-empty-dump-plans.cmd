@@ -1,1 +1,1 @@
-$TAOTSIM replay traces/tiny-4rank.json --dump-plans '' -o $TMP/o.md; s=$?; ls $TMP; exit $s
+mkdir $TMP/out; $TAOTSIM replay traces/tiny-4rank.json --dump-plans '' -o $TMP/out/o.md; s=$?; ls $TMP/out; exit $s
