@@ -296,6 +296,8 @@ void tsim_external_install(void)
 
 void tsim_external_cleanup(void)
 {
+    tsim_error ignored = {0};
+    tsim_exec_finish_all(&ignored); /* a late failure of this command is not the next one's */
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_configs; i++)
         config_free(configs[i]);
