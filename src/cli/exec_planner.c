@@ -7,7 +7,6 @@
 #include "external.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -33,6 +32,7 @@
 #include "clock.h"
 #include "json_strict.h"
 #include "plan.h"
+#include "planner_procs.h"
 #include "record.h"
 #include "topology.h"
 
@@ -97,7 +97,7 @@ typedef struct {
     int answered_cap;
     int32_t *slot_table;     /* [R * slots_per_rank]: replica index of (guest, slot), -1 free */
     char name[64];           /* what the planner calls itself */
-    char tag[64];            /* TAOTSIM_PLANNER_TAG=...: in the environment of all it starts */
+    char tag[64];            /* in the environment of all it starts (planner_procs.h) */
 } exec_state;
 
 /* ---- the child's standard error, passed through with the label ---------- */
@@ -171,84 +171,6 @@ static bool child_exited(exec_state *x, int ms, siginfo_t *info)
     }
 }
 
-/* ---- everything the planner started ----------------------------------------
- * A process group does not hold a planner's descendants: one may call setsid
- * (a daemon) and keep the pipes open after the planner exits. Each planner
- * gets a tag of its own in its environment, which its descendants inherit,
- * and at its end every process that carries the tag is killed; those that
- * were orphaned come back to taotsim (the subreaper) to be reaped. */
-#define TAG_NAME "TAOTSIM_PLANNER_TAG"
-
-/* Whether /proc/PID/environ holds the string tag. */
-static bool environ_has(const char *pid, const char *tag)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%s/environ", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    size_t cap = 65536, len = 0;
-    char *buf = malloc(cap + 1);
-    for (ssize_t n = 1; buf && n > 0;) {
-        if (len == cap) {
-            char *grown = realloc(buf, 2 * cap + 1);
-            if (!grown)
-                break;
-            buf = grown;
-            cap *= 2;
-        }
-        n = read(fd, buf + len, cap - len);
-        if (n > 0)
-            len += (size_t)n;
-    }
-    close(fd);
-    bool found = false;
-    const size_t want = strlen(tag) + 1;
-    for (size_t at = 0; buf && at < len && !found; at += strlen(buf + at) + 1) {
-        buf[len] = '\0';
-        found = len - at >= want - 1 && strcmp(buf + at, tag) == 0;
-    }
-    free(buf);
-    return found;
-}
-
-/* Kills every process carrying x's tag and reaps those that are taotsim's
- * children now; returns how many it killed. Rounds, as one may fork while
- * it is killed. */
-static int kill_tagged(const exec_state *x)
-{
-#ifdef __linux__
-    int killed = 0;
-    for (int round = 0; round < 8; round++) {
-        DIR *proc = opendir("/proc");
-        if (!proc)
-            return killed;
-        int now = 0;
-        const pid_t self = getpid();
-        for (struct dirent *d; (d = readdir(proc));) {
-            if (d->d_name[0] < '1' || d->d_name[0] > '9' || atol(d->d_name) == self)
-                continue;
-            if (environ_has(d->d_name, x->tag)) {
-                pid_t pid = (pid_t)atol(d->d_name);
-                if (kill(pid, SIGKILL) == 0) {
-                    now++;
-                    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-                        ; /* ECHILD for one that is not (yet) ours */
-                }
-            }
-        }
-        closedir(proc);
-        killed += now;
-        if (now == 0)
-            break;
-    }
-    return killed;
-#else
-    (void)x;
-    return 0;
-#endif
-}
-
 /* Kills whatever is left of the child's process group and reaps all of it:
  * the shell, and (taotsim being their subreaper) the processes it started,
  * which would otherwise linger as zombies where nothing reaps orphans. */
@@ -263,7 +185,7 @@ static void child_reap(exec_state *x)
     /* every member is dying: this ends with ECHILD */
     while (waitpid(-x->pid, NULL, 0) > 0 || errno == EINTR)
         ;
-    kill_tagged(x); /* and those that left the group */
+    tsim_procs_kill_tagged(x->tag); /* and those that left the group */
     x->pid = 0;
 }
 
@@ -318,26 +240,6 @@ static int fail(exec_state *x, tsim_error *err, const char *fmt, ...)
     return tsim_error_set(err, TSIM_E_INPUT, "%s", msg);
 }
 
-/* taotsim's environment with x's tag in place of any inherited one. */
-static char **tagged_environ(exec_state *x)
-{
-    static _Atomic unsigned next_tag;
-    snprintf(x->tag, sizeof x->tag, TAG_NAME "=%ld.%u", (long)getpid(), atomic_fetch_add(&next_tag, 1) + 1);
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **envp = malloc(sizeof *envp * (n + 2));
-    if (!envp)
-        return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], TAG_NAME "=", sizeof TAG_NAME) != 0)
-            envp[k++] = environ[i];
-    envp[k++] = x->tag;
-    envp[k] = NULL;
-    return envp;
-}
-
 static int child_start(exec_state *x, tsim_error *err)
 {
     int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
@@ -378,7 +280,8 @@ static int child_start(exec_state *x, tsim_error *err)
     char sh[] = "sh", dash_c[] = "-c";
     char *argv[] = {sh, dash_c, (char *)x->cfg->target, NULL};
     pid_t pid = 0;
-    char **envp = tagged_environ(x);
+    static _Atomic unsigned next_tag;
+    char **envp = tsim_procs_tagged_environ(x->tag, sizeof x->tag, atomic_fetch_add(&next_tag, 1) + 1);
     int rc = envp ? posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp) : ENOMEM;
     free(envp);
     posix_spawn_file_actions_destroy(&fa);
@@ -1265,7 +1168,7 @@ static void drain_after_last(exec_state *x, int64_t deadline)
              * started and left behind (a daemon in a session of its own). */
             exited = true;
             kill(-x->pid, SIGKILL);
-            int left_behind = kill_tagged(x);
+            int left_behind = tsim_procs_kill_tagged(x->tag);
             if (left_behind > 0)
                 fprintf(stderr, "taotsim: planner '%s' left %d process%s running after it exited; killed\n",
                         x->cfg->label, left_behind, left_behind == 1 ? "" : "es");
