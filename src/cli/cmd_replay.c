@@ -578,7 +578,9 @@ static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
         tsim_reader_progress(reader, &done_bytes, &total_bytes);
         tsim_progress_update(&progress, done_bytes, total_bytes);
     }
-    if (jobs ? tsim_session_jobs_finish(jobs, &err) : tsim_session_drain(&s, &err)) {
+    /* every exec planner ended (exit 0, nothing more written) before a file is */
+    if ((jobs ? tsim_session_jobs_finish(jobs, &err) : tsim_session_drain(&s, &err)) ||
+        tsim_external_finish(&err)) {
         status = tsim_cli_fail(cmd, &err);
         goto done;
     }

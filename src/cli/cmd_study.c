@@ -518,6 +518,8 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
         break;
     }
     tsim_progress_finish(&progress);
+    if (!rc)
+        rc = tsim_external_finish(&err); /* exec planners' ends, before a file is written */
     if (rc) {
         tsim_study_free(&study);
         return tsim_cli_fail(cmd, &err);

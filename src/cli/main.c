@@ -70,6 +70,13 @@ int main(int argc, char **argv)
             /* LABEL=exec:CMD and LABEL=plugin:LIB.so wherever a planner is named */
             tsim_external_install();
             int status = commands[i].run(argc - 1, argv + 1);
+            /* commands that write files end their exec planners first; this
+             * catches a bad end in the others */
+            tsim_error err = {0};
+            if (tsim_external_finish(&err) && status != TSIM_E_INPUT) {
+                fprintf(stderr, "taotsim %s: %s\n", argv[1], err.msg);
+                status = TSIM_E_INPUT;
+            }
             tsim_external_cleanup();
             return status;
         }
