@@ -71,10 +71,11 @@ void tsim_argv_free(char **argv);
 
 /* ---- which trace a shard read ------------------------------------------------------ */
 
-/* A content hash of a trace's records as they were read: 64-bit FNV-1a over
- * each record's parsed values in order (microbatch, layer, R, E, the counts,
- * the tag), each integer as 8 little-endian bytes. It depends only on the
- * records (not on -j, the machine or the file's encoding). */
+/* A content hash of a trace's records as they were read: 64-bit FNV-1a
+ * style over 64-bit words (merge.c), the words being each record's parsed
+ * values in order (microbatch, layer, R, E, the counts, the tag's length and
+ * bytes). It depends only on the records, not on -j, the machine or the
+ * file's encoding. */
 typedef struct {
     uint64_t hash;
     int64_t records;
