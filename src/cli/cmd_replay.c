@@ -607,6 +607,14 @@ static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
         if (j && rc)
             tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory printing JSON");
         cJSON_Delete(j);
+        /* merge reads partials up to the JSON document limit: say so now,
+         * not after every shard has run */
+        long size = rc ? -1 : ftell(out.fp);
+        if (size > 0 && (uint64_t)size > TSIM_JSON_DOC_MAX)
+            rc = tsim_error_set(&err, TSIM_E_INPUT,
+                                "the partial result has %ld MiB, more than taotsim merge reads (%zu MiB): split the "
+                                "replay into more shards",
+                                size >> 20, TSIM_JSON_DOC_MAX >> 20);
         if (rc || tsim_outfile_commit(&out, &err)) {
             status = tsim_cli_fail(cmd, &err);
             goto done;
