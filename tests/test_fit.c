@@ -160,7 +160,7 @@ Test(fit, regime_paths_and_files)
     fputs("{\"format\": ", f);
     fclose(f);
     cr_assert_eq(tsim_regime_load(path, ".", &r, &err), TSIM_E_INPUT);
-    cr_assert(strstr(err.msg, path) && strstr(err.msg, "not valid JSON"), "%s", err.msg);
+    cr_assert(strstr(err.msg, path) && strstr(err.msg, "malformed JSON"), "%s", err.msg);
     remove(path);
 }
 

@@ -488,7 +488,7 @@ Test(plot_bad, read_json_errors)
     cr_assert_eq(tsim_plot_read_json(path, &root, &err), TSIM_E_INPUT);
     cr_assert_null(root);
     char want[4200];
-    snprintf(want, sizeof want, "%s: not valid JSON (line 5, column 16)", path);
+    snprintf(want, sizeof want, "%s:5:15: malformed JSON near \",}\"", path);
     cr_assert_str_eq(err.msg, want);
     cr_assert_eq(tsim_plot_read_json("/nonexistent.json", &root, &err), TSIM_E_INPUT);
     cr_assert_str_eq(err.msg, "/nonexistent.json: cannot read: No such file or directory");

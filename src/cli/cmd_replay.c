@@ -315,6 +315,7 @@ int tsim_replay_config_parse(int argc, char **argv, tsim_replay_merge_config *ou
     out->step_model_on = a.step_model_on;
     out->step_model = a.step_model;
     out->per_record = a.oo.per_record;
+    out->planners_given = a.planners_given;
     return TSIM_OK;
 }
 
@@ -363,9 +364,10 @@ static int layer_order_add(layer_order *lo, int64_t layer, tsim_error *err)
     return TSIM_OK;
 }
 
-/* A shard's first pass: the records in the trace and its layers' order. */
+/* A shard's first pass: the records in the trace, its layers' order, and
+ * which trace it is (a hash of every record, and the file's size). */
 static int count_records(const char *path, const tsim_read_options *ropts, int64_t *total, layer_order *lo,
-                         tsim_error *err)
+                         tsim_trace_digest *digest, int64_t *bytes, tsim_error *err)
 {
     tsim_reader *r;
     int rc = tsim_reader_open(&r, path, ropts, err);
@@ -373,6 +375,7 @@ static int count_records(const char *path, const tsim_read_options *ropts, int64
         return rc;
     tsim_progress progress;
     tsim_progress_start(&progress, "replay (counting records)");
+    tsim_trace_digest_init(digest);
     for (;;) {
         const tsim_record *rec;
         int got = tsim_reader_next(r, &rec, err);
@@ -384,6 +387,7 @@ static int count_records(const char *path, const tsim_read_options *ropts, int64
         }
         if ((rc = layer_order_add(lo, rec->layer, err)))
             break;
+        tsim_trace_digest_add(digest, rec);
         int64_t done_bytes, total_bytes;
         tsim_reader_progress(r, &done_bytes, &total_bytes);
         tsim_progress_update(&progress, done_bytes, total_bytes);
@@ -393,6 +397,8 @@ static int count_records(const char *path, const tsim_read_options *ropts, int64
     }
     tsim_progress_finish(&progress);
     *total = tsim_reader_count(r);
+    int64_t done_bytes;
+    tsim_reader_progress(r, &done_bytes, bytes);
     tsim_reader_close(r);
     return rc;
 }
@@ -454,8 +460,9 @@ static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
     /* A shard needs the record count for its range, and the layers' order
      * for the planners that take whole layers. */
     layer_order layers = {0};
-    int64_t total = 0;
-    if (sharded && count_records(path, &ropts, &total, &layers, &err)) {
+    int64_t total = 0, trace_bytes = 0;
+    tsim_trace_digest digest = {0};
+    if (sharded && count_records(path, &ropts, &total, &layers, &digest, &trace_bytes, &err)) {
         free(layers.layer);
         free(layers.dense);
         return tsim_cli_fail(cmd, &err);
@@ -594,13 +601,22 @@ static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
     if (sharded) {
         tsim_replay_partial_info info = {
             .shard = a.shard, .argv = id_argv, .argc = id_argc, .trace_path = path, .header = h,
-            .records = total, .per_record = oo.per_record, .values = keep_values,
+            .records = total, .digest = digest, .bytes = trace_bytes, .per_record = oo.per_record,
+            .values = keep_values,
         };
         cJSON *j = tsim_replay_partial_json(&s, &info, &err);
         int rc = j ? tsim_json_print(out.fp, j) : TSIM_E_INTERNAL;
         if (j && rc)
             tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory printing JSON");
         cJSON_Delete(j);
+        /* merge reads partials up to the JSON document limit: say so now,
+         * not after every shard has run */
+        long size = rc ? -1 : ftell(out.fp);
+        if (size > 0 && (uint64_t)size > TSIM_JSON_DOC_MAX)
+            rc = tsim_error_set(&err, TSIM_E_INPUT,
+                                "the partial result has %ld MiB, more than taotsim merge reads (%zu MiB): split the "
+                                "replay into more shards",
+                                size >> 20, TSIM_JSON_DOC_MAX >> 20);
         if (rc || tsim_outfile_commit(&out, &err)) {
             status = tsim_cli_fail(cmd, &err);
             goto done;

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "json_strict.h"
 #include "outfile.h"
 #include "tsim_config.h"
 
@@ -2045,40 +2046,11 @@ int tsim_plot_read_json(const char *path, cJSON **out, tsim_error *err)
     if (read_whole(path, &buf, &len, &e))
         return tsim_error_set(err, e == ENOMEM ? TSIM_E_INTERNAL : TSIM_E_INPUT, "%s: cannot read: %s", shown,
                               strerror(e));
-    if (memchr(buf, '\0', len)) {
-        free(buf);
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: not JSON (contains a NUL byte)", shown);
-    }
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, 0);
-    size_t at = end && end >= buf ? (size_t)(end - buf) : 0;
-    if (root) {
-        /* Only whitespace may follow the value. */
-        while (at < len && (buf[at] == ' ' || buf[at] == '\t' || buf[at] == '\n' || buf[at] == '\r'))
-            at++;
-        if (at < len) {
-            cJSON_Delete(root);
-            root = NULL;
-        }
-    }
-    if (!root) {
-        if (at > len)
-            at = len;
-        size_t line = 1, col = 1;
-        for (size_t i = 0; i < at; i++) {
-            if (buf[i] == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
-        free(buf);
-        if (len == 0)
-            return tsim_error_set(err, TSIM_E_INPUT, "%s: not JSON (empty)", shown);
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: not valid JSON (line %zu, column %zu)", shown, line, col);
-    }
+    /* strict, like every JSON taotsim reads */
+    cJSON *root = tsim_json_parse_strict(buf, len, shown, err);
     free(buf);
+    if (!root)
+        return err ? err->code : TSIM_E_INPUT;
     *out = root;
     return TSIM_OK;
 }

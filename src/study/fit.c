@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "grid.h"
+#include "json_strict.h"
 #include "paper.h"
 #include "registry.h"
 #include "session.h"
@@ -257,10 +258,11 @@ int tsim_regime_load(const char *arg, const char *traces_dir, tsim_regime *out, 
         return tsim_error_set(err, TSIM_E_INPUT, "%s: %s", path, bad ? "read error" : "too large for a regime");
     }
     buf[len] = '\0';
-    cJSON *j = cJSON_ParseWithLength(buf, len);
+    /* strict: a NUL byte and garbage after the regime are errors */
+    cJSON *j = tsim_json_parse_strict(buf, len, path, err);
     free(buf);
     if (!j)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: not valid JSON", path);
+        return err ? err->code : TSIM_E_INPUT;
     rc = tsim_regime_from_json(j, out, err);
     cJSON_Delete(j);
     if (rc)
