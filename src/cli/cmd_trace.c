@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "evaluate.h"
+#include "outfile.h"
 #include "parse.h"
 #include "report.h"
 #include "stats.h"
@@ -366,6 +367,12 @@ int tsim_cmd_convert(int argc, char **argv)
     if (tsim_trace_format_import_only(out_fmt))
         return tsim_cli_usage_error("convert", "%s: %s is an import format only; write .json, .jsonl or .jsonl.gz",
                                     out, out_fmt == TSIM_FMT_NPY ? ".npy" : ".safetensors");
+
+    /* Writing over the input would lose it (by device and inode: links and
+     * other names of one file count too). */
+    const char *flag = "OUT";
+    if (tsim_outfile_check_distinct(&out, &flag, 1, &in, 1, &err))
+        return tsim_cli_fail("convert", &err);
 
     tsim_read_options opts = read_options(&a);
     tsim_reader *r = NULL;
