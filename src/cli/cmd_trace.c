@@ -150,8 +150,9 @@ static void validate_usage(void)
            "                    over N ranks (required for per-expert totals: CSV\n"
            "                    without a rank column, [L,E] and [T,L,E] arrays)\n"
            "                                                        [default: the trace's]\n"
-           "  --rpn N           ranks per node (also --ranks-per-node)\n"
-           "                                                        [default: the trace's, else 8]\n"
+           "  --rpn N           ranks per node (also --ranks-per-node): divides the EP\n"
+           "                    size, or is at least it (one node)\n"
+           "                    [default: the trace's; imports: 8, with a warning]\n"
            "  --dataset NAME    keep only records of this dataset (CSV rows, or records\n"
            "                    with a \"dataset\" tag)               [default: all]\n" IMPORT_OPTIONS_HELP
            "  --format md|csv|json  output format                   [default: md]\n"
@@ -330,15 +331,17 @@ static void convert_usage(void)
            "a Megatron router trace directory into either (docs/import.md). The format of\n"
            "each file comes from its name (a directory is a Megatron trace). Records are\n"
            "written with \"counts\" (per source rank). OUT is written to a temporary file\n"
-           "and renamed into place, so nothing is left behind on an error.\n"
+           "and renamed into place, so nothing is left behind on an error; OUT may not\n"
+           "be IN under any name (a link to it).\n"
            "\n"
            "Options:\n"
            "  --ep N            write at EP size N: per-expert totals kept, split evenly\n"
            "                    over N ranks (required for per-expert totals: CSV\n"
            "                    without a rank column, [L,E] and [T,L,E] arrays)\n"
            "                                                        [default: the trace's]\n"
-           "  --rpn N           ranks per node (also --ranks-per-node)\n"
-           "                                                        [default: the trace's, else 8]\n"
+           "  --rpn N           ranks per node (also --ranks-per-node): divides the EP\n"
+           "                    size, or is at least it (one node)\n"
+           "                    [default: the trace's; imports: 8, with a warning]\n"
            "  --dataset NAME    keep only records of this dataset   [default: all]\n" IMPORT_OPTIONS_HELP
            "  -h, --help        show this help\n");
 }
