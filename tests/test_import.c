@@ -781,6 +781,55 @@ Test(import, megatron_rank_names_distinct_ids_and_one_topk)
     cr_assert_eq(records, 2, "%lld records", (long long)records);
 }
 
+/* The import formats record no ranks per node: without --rpn, one warning
+ * names the assumed 8 and what it makes of the EP size; --rpn silences it. */
+Test(import, imports_warn_about_the_assumed_ranks_per_node)
+{
+    int32_t data[32];
+    for (int i = 0; i < 32; i++)
+        data[i] = i + 1;
+    npy_file("a.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 16), }", data, sizeof data);
+    st_file("a.safetensors", "{\"counts\":" ENTRY("I32", "[2,16]", 0, 128) "}", data, sizeof data);
+    write_text("a.csv", "dataset,iteration,layer_idx,0,1,2,3\nd,0,0,1,2,3,4\n");
+    rank_file("m", 0, C(0, 0, "[[0, 1]]"));
+    static const struct {
+        const char *path;
+        int ep;
+        const char *shape;
+    } cases[] = {{"a.npy", 16, "ep 16 is 2 nodes"},
+                 {"a.npy", 4, "ep 4 is one node, so no token crosses nodes"},
+                 {"a.safetensors", 8, "ep 8 is one node, so no token crosses nodes"},
+                 {"a.safetensors", 16, "ep 16 is 2 nodes"},
+                 {"a.csv", 2, "ep 2 is one node, so no token crosses nodes"},
+                 {"m", 0, "ep 1 is one node, so no token crosses nodes"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tsim_read_options o = {.ep = cases[i].ep};
+        tsim_reader *r;
+        tsim_error err;
+        cr_assert_eq(tsim_reader_open(&r, cases[i].path, &o, &err), 0, "%s", err.msg);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "%s: the trace does not record the ranks per node: assuming 8 (%s); give --rpn N", cases[i].path,
+                 cases[i].shape);
+        cr_assert_str_eq(tsim_reader_take_warning(r), want);
+        cr_assert_null(tsim_reader_take_warning(r));
+        tsim_reader_close(r);
+        o.ranks_per_node = 4;
+        cr_assert_eq(tsim_reader_open(&r, cases[i].path, &o, &err), 0, "%s", err.msg);
+        cr_assert_null(tsim_reader_take_warning(r), "%s with --rpn", cases[i].path);
+        cr_assert_eq(tsim_reader_header(r)->ranks_per_node, 4);
+        tsim_reader_close(r);
+    }
+    /* JSON traces record it (8 when absent, as their format says): no warning */
+    write_text("t.jsonl", "{\"format\":\"moe-routing-trace\",\"version\":1,\"experts\":4,\"ep\":2}\n"
+                          "{\"microbatch\":0,\"layer\":0,\"expert_counts\":[1,2,3,4]}\n");
+    tsim_reader *r;
+    tsim_error err;
+    cr_assert_eq(tsim_reader_open(&r, "t.jsonl", NULL, &err), 0, "%s", err.msg);
+    cr_assert_null(tsim_reader_take_warning(r));
+    tsim_reader_close(r);
+}
+
 /* ---- the numpy-written inputs against their references -------------------- */
 
 static const char *python_with_numpy(void)
