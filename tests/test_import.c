@@ -757,6 +757,23 @@ Test(import, megatron_rank_names_distinct_ids_and_one_topk)
     cr_assert_null(tsim_reader_take_warning(r));
     tsim_reader_close(r);
 
+    /* several: the first in byte order, whatever order the directory lists them in */
+    rank_file("h", 0, C(0, 0, "[[0, 1]]"));
+    write_text("h/router_trace_rank02.jsonl", C(0, 0, "[[2, 3]]"));
+    write_text("h/router_trace_rank01.jsonl", C(0, 0, "[[2, 3]]"));
+    write_text("h/router_trace_rank3.jsonl.old", "");
+    write_text("h/router_trace_rank1.jsonl.bak", "");
+    expect_error("h", &none,
+                 "h: router_trace_rank01.jsonl and others: a rank file name with leading zeros (Megatron writes "
+                 "router_trace_rank{N}.jsonl, N without them): rename it");
+    unlink("h/router_trace_rank01.jsonl");
+    unlink("h/router_trace_rank02.jsonl");
+    cr_assert_eq(tsim_reader_open(&r, "h", &rpn8, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(tsim_reader_take_warning(r),
+                     "h: router_trace_rank1.jsonl.bak and others like it skipped: not a rank file name "
+                     "(router_trace_rank{N}.jsonl or .jsonl.gz)");
+    tsim_reader_close(r);
+
     megatron_error("c", C(0, 0, "[[0, 1], [1, 1], [2, 2]]"), NULL, &none,
                    "c/router_trace_rank0.jsonl:1:48: \"top_indices\" row 1: expert id 1 appears twice (a token picks "
                    "topk distinct experts)");

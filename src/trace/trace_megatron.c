@@ -745,22 +745,18 @@ static int find_files(tsim_reader *r, megatron *m, tsim_error *err)
     }
     int rc = TSIM_OK;
     long hi = -1;
+    /* names like rank files: [0] with leading zeros (rank01), [1] others */
+    char odd[2][256];
+    long odd_n[2] = {0, 0};
     struct dirent *e;
     while (!rc && (e = readdir(d))) {
         bool is_gz = false;
         long n = rank_of(e->d_name, &is_gz);
-        if (n == -2) {
-            rc = tsim_error_set(err, TSIM_E_INPUT,
-                                "%s: %s: a rank file name with leading zeros (Megatron writes " PREFIX
-                                "{N}.jsonl, N without them): rename it",
-                                r->path, e->d_name);
-            break;
-        }
         if (n < 0) {
-            if (strncmp(e->d_name, PREFIX, strlen(PREFIX)) == 0 &&
-                tsim_reader_warn(r, "%s: %s skipped: not a rank file name (" PREFIX "{N}.jsonl or .jsonl.gz)",
-                                 r->path, e->d_name))
-                rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+            /* readdir's order is the file system's: name the first in byte order */
+            int kind = n == -2 ? 0 : strncmp(e->d_name, PREFIX, strlen(PREFIX)) == 0 ? 1 : -1;
+            if (kind >= 0 && (odd_n[kind]++ == 0 || strcmp(e->d_name, odd[kind]) < 0))
+                snprintf(odd[kind], sizeof odd[kind], "%s", e->d_name);
             continue;
         }
         if (n >= TSIM_MAX_RANKS) {
@@ -780,6 +776,15 @@ static int find_files(tsim_reader *r, megatron *m, tsim_error *err)
             hi = n;
     }
     closedir(d);
+    if (!rc && odd_n[0])
+        rc = tsim_error_set(err, TSIM_E_INPUT,
+                            "%s: %s%s: a rank file name with leading zeros (Megatron writes " PREFIX
+                            "{N}.jsonl, N without them): rename it",
+                            r->path, odd[0], odd_n[0] > 1 ? " and others" : "");
+    if (!rc && odd_n[1] &&
+        tsim_reader_warn(r, "%s: %s%s skipped: not a rank file name (" PREFIX "{N}.jsonl or .jsonl.gz)", r->path,
+                         odd[1], odd_n[1] > 1 ? " and others like it" : ""))
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     if (!rc && hi < 0)
         rc = tsim_error_set(err, TSIM_E_INPUT,
                             "%s: a directory without router_trace_rank{N}.jsonl files (the trace directory Megatron's "
