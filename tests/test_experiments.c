@@ -5,7 +5,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "cli_common.h"
 #include "evaluate.h"
 #include "experiments.h"
 #include "failif.h"
@@ -243,4 +246,50 @@ Test(study_print, table1_footnote_names_the_regime)
     cr_assert(strstr(md, "Ours: synthetic traces generated from an unnamed regime"), "%s", md);
     free(md);
     tsim_study_free(&st);
+}
+
+/* --plots DIR is checked before any work (issue 20): a file, a path through
+ * one and a directory that cannot be written are refused. */
+Test(output_dir, files_and_paths_through_files_are_refused)
+{
+    char root[] = "/tmp/tsim-outdir-XXXXXX";
+    cr_assert(mkdtemp(root));
+    char file[256], under[256], fresh[256], deep[256];
+    snprintf(file, sizeof file, "%s/AFILE", root);
+    snprintf(under, sizeof under, "%s/AFILE/sub/deeper", root);
+    snprintf(fresh, sizeof fresh, "%s/figs", root);
+    snprintf(deep, sizeof deep, "%s/a/b/c/", root);
+    FILE *f = fopen(file, "w");
+    cr_assert(f);
+    fclose(f);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_cli_check_output_dir(file, "--plots", &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "exists and is not a directory"), "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir(under, "--plots", &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "AFILE is not a directory"), "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir("", "--plots", &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_cli_check_output_dir(fresh, "--plots", &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir(deep, "--plots", &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir(root, "--plots", &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir(NULL, "--plots", &err), TSIM_OK);
+    cr_assert_eq(access(fresh, F_OK), -1, "the check creates nothing");
+    unlink(file);
+    rmdir(root);
+}
+
+Test(output_dir, read_only_directory_is_refused)
+{
+    if (geteuid() == 0)
+        cr_skip_test("root writes into read-only directories; the path-through-a-file case covers the check");
+    char root[] = "/tmp/tsim-outdir-XXXXXX";
+    cr_assert(mkdtemp(root));
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/figs", root);
+    cr_assert_eq(chmod(root, 0555), 0);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_cli_check_output_dir(sub, "--plots", &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "cannot write into"), "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir(root, "--plots", &err), TSIM_E_INPUT);
+    chmod(root, 0755);
+    rmdir(root);
 }

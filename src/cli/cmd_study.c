@@ -515,11 +515,13 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
                                         n_gates ? "fail-if" : plots_dir ? "plots" : "std");
     }
     {
-        /* Before any work: the result file can be written and is not the trace. */
-        const char *flags[] = {"-o"};
+        /* Before any work: every output can be written, none is the trace
+         * or another output (exit 2 must leave nothing written). */
+        const char *outputs[] = {out_path, plots_dir};
+        const char *flags[] = {"-o", "--plots"};
         const char *inputs[] = {kind == STUDY_SWEEP ? c.trace : NULL};
-        if (tsim_outfile_check_writable(out_path, &err) ||
-            tsim_outfile_check_distinct(&out_path, flags, 1, inputs, 1, &err))
+        if (tsim_outfile_check_writable(out_path, &err) || tsim_cli_check_output_dir(plots_dir, "--plots", &err) ||
+            tsim_outfile_check_distinct(outputs, flags, 2, inputs, 1, &err))
             return tsim_cli_fail(cmd, &err);
         /* a missing gnuplot fails before the work, not after it */
         if (plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err))
@@ -586,24 +588,23 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
         tsim_study_free(&study);
         return gate_status;
     }
+    /* The result is renamed into place only after the plots are drawn, so
+     * a late failure there leaves no -o file behind. */
     tsim_outfile out;
-    if (tsim_outfile_open(&out, out_path, &err) || tsim_study_print(out.fp, &study, format, show_std, &err) ||
-        tsim_outfile_commit(&out, &err)) {
-        tsim_outfile_abort(&out);
-        tsim_study_free(&study);
-        return tsim_cli_fail(cmd, &err);
-    }
-    if (plots_dir) {
+    rc = tsim_outfile_open(&out, out_path, &err);
+    if (!rc && !(rc = tsim_study_print(out.fp, &study, format, show_std, &err)))
+        rc = tsim_outfile_flush(&out, &err);
+    if (!rc && plots_dir) {
         cJSON *j = tsim_study_json(&study);
-        rc = tsim_plot_result(j, plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err);
+        rc = j ? tsim_plot_result(j, plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err)
+               : tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
         cJSON_Delete(j);
-        if (rc) {
-            tsim_study_free(&study);
-            return tsim_cli_fail(cmd, &err);
-        }
     }
+    if (!rc)
+        rc = tsim_outfile_commit(&out, &err);
+    tsim_outfile_abort(&out);
     tsim_study_free(&study);
-    return gate_status;
+    return rc ? tsim_cli_fail(cmd, &err) : gate_status;
 }
 
 static int run_study(study_kind kind, int argc, char **argv)
