@@ -96,14 +96,19 @@ static int square_job(void *ctx, int i, tsim_error *err)
     return 0;
 }
 
-Test(grid, runs_every_job_and_reports_the_lowest_failure)
+Test(grid, reports_the_lowest_failure_and_starts_nothing_after_it)
 {
-    int out[16] = {0};
-    tsim_error err = {0};
-    cr_assert_eq(tsim_grid_run(16, 4, square_job, NULL, out, &err), TSIM_E_INPUT);
-    cr_assert_str_eq(err.msg, "job 3 failed");
-    cr_assert_eq(out[15], 225);
-    cr_assert_eq(out[2], 4);
+    for (int threads = 1; threads <= 4; threads++) {
+        int out[16] = {0};
+        tsim_error err = {0};
+        cr_assert_eq(tsim_grid_run(16, threads, square_job, NULL, out, &err), TSIM_E_INPUT);
+        cr_assert_str_eq(err.msg, "job 3 failed", "-j %d", threads);
+        cr_assert_eq(out[2], 4, "jobs before the failure ran");
+        /* one thread: nothing after the failure starts (more threads may
+         * have started a few more, which then stand) */
+        for (int i = 4; threads == 1 && i < 16; i++)
+            cr_assert_eq(out[i], 0, "job %d started after job 3 failed", i);
+    }
 }
 
 static char *scaling_json(int threads)
