@@ -298,3 +298,20 @@ Test(output_dir, read_only_directory_is_refused)
     chmod(root, 0755);
     rmdir(root);
 }
+
+/* Paper values belong to the planner's name, not its label (echo=llep is LLEP). */
+Test(study, paper_values_follow_the_planner_name_not_the_label)
+{
+    tsim_study st = table1_cell(false, NULL);
+    snprintf(st.rows[1].planner, sizeof st.rows[1].planner, "echo");
+    snprintf(st.rows[1].method, sizeof st.rows[1].method, "llep");
+    cJSON *j = tsim_study_json(&st);
+    const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "results"), 1);
+    const cJSON *paper = cJSON_GetObjectItem(row, "paper");
+    tsim_paper_cell llep;
+    cr_assert(tsim_paper_table1(16, 0.1, "llep", &llep));
+    cr_assert(paper, "echo=llep has LLEP's paper values");
+    cr_assert_float_eq(cJSON_GetObjectItem(paper, "weighted")->valuedouble, llep.weighted, 1e-12);
+    cJSON_Delete(j);
+    tsim_study_free(&st);
+}

@@ -147,6 +147,7 @@ static int run_planner(const record_set *rs, const tsim_planner *planner, int sl
                        const tsim_study_config *c, tsim_study_row *row, tsim_series transfers[2], tsim_error *err)
 {
     snprintf(row->planner, sizeof row->planner, "%s", planner->label);
+    snprintf(row->method, sizeof row->method, "%s", planner->desc->name);
     tsim_session s;
     tsim_error init_err = {0};
     int rc = tsim_session_init(&s, rs->ranks, rs->experts, rs->ranks_per_node, slots, rs->home, planner, 1,
@@ -434,8 +435,8 @@ static int table1_finish(tsim_study *out, tsim_error *err)
             cJSON_AddNumberToObject(j, "imbalance", a->imbalance);
             tsim_paper_cell pa, pb;
             double ls;
-            if (tsim_paper_table1(a->ep, a->imbalance, "taot", &pa) &&
-                tsim_paper_table1(b->ep, b->imbalance, b->planner, &pb) &&
+            if (tsim_paper_table1(a->ep, a->imbalance, tsim_study_row_method(a), &pa) &&
+                tsim_paper_table1(b->ep, b->imbalance, tsim_study_row_method(b), &pb) &&
                 tsim_break_even(pa.intra, pa.inter, pb.intra, pb.inter, &ls) == 0)
                 cJSON_AddNumberToObject(j, "paper_lambda_star", ls);
             else
