@@ -54,7 +54,8 @@ static void replay_help(void)
            "                       (names PLANNER.METRIC.STAT; repeatable)\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result to FILE atomically (default stdout)\n"
-           "  -j, --jobs N         plan on N threads (default 1); output identical for any N\n"
+           "  -j, --jobs N         plan on N threads (default 1); the same bytes for any N\n"
+           "                       (JSON: all but \"command\", the command line as typed)\n"
            "  --shard I/N          run shard I (from 0) of N and write its partial result (JSON)\n"
            "                       for 'taotsim merge'; see below\n"
            "  -h, --help           this help\n"
@@ -69,8 +70,9 @@ static void replay_help(void)
            "that do (LPLB's prev history, EPLB's window: layer d goes to shard\n"
            "(d + planner) mod N), so every plan is the unsharded one. It reads the trace\n"
            "twice (a count, then the records). 'taotsim merge' then prints the same bytes\n"
-           "as one run when the run keeps per-record values (up to %d records, or\n"
-           "--per-record); beyond, mean and std may differ in the last digits.\n"
+           "as one run (JSON: all but \"command\") when the run keeps per-record values (up\n"
+           "to %d records, or --per-record); beyond, mean and std may differ in the last\n"
+           "digits.\n"
            "\n",
            TSIM_SESSION_EXACT_RECORDS, TSIM_SESSION_EXACT_RECORDS);
     tsim_planner_options_help(stdout);

@@ -59,9 +59,11 @@ static void common_help(study_kind k)
     if (k != STUDY_SWEEP)
         printf("  --lambda X           set both λ_plan and λ_eval (default 3)\n"
                "  --lambda-eval X      λ the evaluator charges (default 3)\n");
-    printf("  -j, --jobs N         grid points in parallel (default: all cores); output is identical for any N\n"
+    printf("  -j, --jobs N         grid points in parallel (default: all cores); the same bytes for any N\n"
+           "                       (JSON: all but \"command\", the command line as typed)\n"
            "  --shard I/N          run grid points I, I+N, ... only (I from 0) and write their partial\n"
-           "                       result (JSON); 'taotsim merge' of all N gives the unsharded bytes\n"
+           "                       result (JSON); 'taotsim merge' of all N prints the unsharded bytes\n"
+           "                       (JSON: all but \"command\", see 'taotsim merge --help')\n"
            "  --std                show ± std beside means\n"
            "  --timing, --no-timing  measure plan time (wall clock: output no longer byte-reproducible);\n"
            "                       on by default for scaling only\n"
