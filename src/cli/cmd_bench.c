@@ -650,7 +650,7 @@ int tsim_cmd_bench(int argc, char **argv)
             }
             for (int p = 0; p < n_planners; p++) {
                 bench_row *row = &rows[n_rows++];
-                row->options = tsim_vector_options_json(planners[p].desc->name, topo.slots, topo.ranks_per_node,
+                row->options = tsim_vector_options_json(planners[p].desc, topo.slots, topo.ranks_per_node,
                                                         &planners[p].opts);
                 bench_one(&planners[p], &topo, records, (uint64_t)seed, row, &progress, &done, total);
             }
