@@ -441,6 +441,12 @@ Test(failif, long_operator_chains_evaluate)
     free(expr);
     expr = repeat("1", "+1", 200000, " > 200000");
     cr_assert(holds(expr, explain, sizeof explain));
+    /* Too long for the buffer: the head, " ... ", and the tail with the verdict. */
+    cr_assert_eq(strlen(explain), sizeof explain - 1);
+    cr_assert(strncmp(explain, "1 + 1 + 1", 9) == 0, "%s", explain);
+    cr_assert(strstr(explain, "1 ... ") != NULL || strstr(explain, "+ ... ") != NULL, "%s", explain);
+    const char *verdict = "+ 1 [= 200001] > 200000";
+    cr_assert_str_eq(explain + strlen(explain) - strlen(verdict), verdict);
     free(expr);
     expr = repeat("1", "+1", 200000, " > 200001");
     cr_assert(!holds_quiet(expr));

@@ -1029,6 +1029,23 @@ static int eval_chain(evaluator *ev, const fnode *n, double *v)
     return rc;
 }
 
+/* Copies an explanation into size bytes; a longer one keeps its head and
+ * its tail (where the values and the verdict are), joined by " ... ". */
+static void shorten(const char *text, size_t len, char *out, size_t size)
+{
+    static const char gap[] = " ... ";
+    if (len < size || size < 2 * sizeof gap) {
+        snprintf(out, size, "%s", text);
+        return;
+    }
+    size_t keep = size - sizeof gap; /* characters kept, besides the gap and the NUL */
+    size_t tail = keep / 3, head = keep - tail;
+    memcpy(out, text, head);
+    memcpy(out + head, gap, sizeof gap - 1);
+    memcpy(out + head + sizeof gap - 1, text + len - tail, tail);
+    out[size - 1] = '\0';
+}
+
 int tsim_failif_eval(const tsim_failif *f, tsim_failif_lookup lookup, void *ctx, bool *holds, char *explain,
                      size_t explain_size, tsim_error *err)
 {
@@ -1043,7 +1060,7 @@ int tsim_failif_eval(const tsim_failif *f, tsim_failif_lookup lookup, void *ctx,
     if (rc == TSIM_OK) {
         *holds = v != 0;
         if (explain && explain_size)
-            snprintf(explain, explain_size, "%s", ev.sb.buf ? ev.sb.buf : "");
+            shorten(ev.sb.buf ? ev.sb.buf : "", ev.sb.len, explain, explain_size);
     }
     free(ev.sb.buf);
     return rc;
@@ -1056,7 +1073,8 @@ int tsim_failif_check(const char *expr, tsim_failif_lookup lookup, void *ctx, ts
     if (rc)
         return rc;
     bool holds = false;
-    char explain[TSIM_ERROR_MSG_MAX];
+    /* Room for the quoted expression in front, so that the tail shows. */
+    char explain[TSIM_ERROR_MSG_MAX - 256];
     rc = tsim_failif_eval(f, lookup, ctx, &holds, explain, sizeof explain, err);
     if (rc == TSIM_OK && holds)
         rc = tsim_error_set(err, TSIM_E_CHECK, "--fail-if '%.*s%s' holds: %s", QUOTE(f->text), explain);
