@@ -260,8 +260,8 @@ static int too_deep(const parser *p, int col)
 }
 
 /* Hangs a and b (either may be NULL) under n and records n's height. False,
- * with the error set, when evaluating it would recurse deeper than MAX_DEPTH; the
- * caller then frees n, children included. */
+ * with the error set, when evaluating n would recurse deeper than MAX_DEPTH;
+ * the caller then frees n, children included. */
 static bool adopt(const parser *p, fnode *n, fnode *a, fnode *b, int col)
 {
     n->a = a;
