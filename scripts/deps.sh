@@ -10,6 +10,6 @@ echo "installing:$missing" >&2
 if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
 # Another apt or dpkg (unattended upgrades, a second install) may hold the
 # lock: wait for it up to 10 minutes instead of failing at once.
-lock_wait="-o DPkg::Lock::Timeout=600"
-$sudo apt-get update -qq $lock_wait
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $lock_wait $missing >/dev/null
+$sudo apt-get update -qq -o DPkg::Lock::Timeout=600
+# shellcheck disable=SC2086
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 $missing >/dev/null

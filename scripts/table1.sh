@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 if [ ! -f build/build.ninja ]; then
-    meson setup build >/dev/null
+    # quiet unless it fails; then show why
+    out=$(meson setup build 2>&1) || { printf '%s\n' "$out"; exit 1; }
 fi
-ninja -C build >/dev/null
+out=$(ninja -C build 2>&1) || { printf '%s\n' "$out"; exit 1; }
 exec ./build/taotsim table1 "$@"

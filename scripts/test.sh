@@ -8,8 +8,9 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 dir=${1:-build}
 if [ ! -f "$dir/build.ninja" ]; then
+    # quiet unless it fails; then show why
     # shellcheck disable=SC2086
-    meson setup "$dir" -Dtests=enabled ${TSIM_BUILD_OPTIONS:-} >/dev/null
+    out=$(meson setup "$dir" -Dtests=enabled ${TSIM_BUILD_OPTIONS:-} 2>&1) || { printf '%s\n' "$out"; exit 1; }
 fi
-ninja -C "$dir" >/dev/null
+out=$(ninja -C "$dir" 2>&1) || { printf '%s\n' "$out"; exit 1; }
 meson test -C "$dir" --print-errorlogs --num-processes "$(nproc)"

@@ -6,7 +6,8 @@
 # then clones the current checkout and runs the README's two commands exactly
 # as it writes them, with the default -Dcuda=auto: scripts/table1.sh, then
 # scripts/test.sh (the full test suite). Checks that meson found no CUDA and
-# built the stub. Needs root (unshare -m, mount --bind).
+# built the stub, and that this configuration also compiles with
+# -Dwerror=true (CI's setting). Needs root (unshare -m, mount --bind).
 # Usage: tests/quickstart_nocuda.sh CLONE_DIR   (CLONE_DIR must not exist; it is
 # kept, so that its build/meson-logs can be read afterwards)
 set -uo pipefail
@@ -80,6 +81,7 @@ cd "$clone" || finish
 ok "fresh clone of $(git rev-parse --short HEAD)"
 
 # ---- The README's quick start, exactly as written.
+# shellcheck disable=SC2016
 readme_cmds=$(sed -n '/^## Quick start/,/^## /p' README.md | sed -n '/^```sh$/,/^```$/p' | grep '^scripts/' | sed 's/ *#.*//')
 if [ "$readme_cmds" != "$(printf 'scripts/table1.sh\nscripts/test.sh')" ]; then
     bad "the README's quick start is no longer 'scripts/table1.sh' then 'scripts/test.sh': update this check ($readme_cmds)"
@@ -105,5 +107,13 @@ else
     bad "scripts/test.sh failed:"
     grep -E 'FAIL|TIMEOUT|ERROR' test.out | head -20
     tail -20 test.out
+fi
+# The quick start treats warnings as warnings; CI treats them as errors, so
+# the same CUDA-less configuration also compiles with -Dwerror=true.
+if meson setup build-werror -Dwerror=true -Dtests=enabled >werror.out 2>&1 && ninja -C build-werror >>werror.out 2>&1; then
+    ok "the same build with -Dwerror=true"
+else
+    bad "-Dwerror=true without CUDA:"
+    grep -E 'error|warning' werror.out | head -20
 fi
 finish
