@@ -101,7 +101,7 @@ if grep -q '^#define TSIM_HAVE_CUDA 0' build/tsim_config.h; then
 else
     bad "build/tsim_config.h: $(grep TSIM_HAVE_CUDA build/tsim_config.h)"
 fi
-if scripts/test.sh >test.out 2>&1; then
+if scripts/test.sh >test.out 2>&1 && grep -q '"name": "test_core"' build/meson-logs/testlog.json; then
     ok "scripts/test.sh: $(grep -E '^Ok:|^Skipped:' test.out | tr -s ' \n' ' ')"
 else
     bad "scripts/test.sh failed:"
