@@ -16,6 +16,7 @@ struct tsim_frontier {
     int64_t *tpe;          /* [E] */
     /* The plan as built: loads, tokens sent per expert, slots per rank and
      * the replica index in each slot. */
+    int64_t *load0;        /* [R] native loads */
     int64_t *load;         /* [R] */
     int64_t *sent;         /* [E] */
     int *used;             /* [R] */
@@ -36,7 +37,7 @@ struct tsim_frontier {
 
 void tsim_frontier_options_default(tsim_frontier_options *opt)
 {
-    opt->mu = 1e-4;
+    opt->mu = 1e-3;
 }
 
 void tsim_frontier_free(tsim_frontier *f)
@@ -46,6 +47,7 @@ void tsim_frontier_free(tsim_frontier *f)
     free(f->home);
     free(f->rank_experts);
     free(f->tpe);
+    free(f->load0);
     free(f->load);
     free(f->sent);
     free(f->used);
@@ -89,6 +91,7 @@ int tsim_frontier_init(tsim_frontier **out, const tsim_topology *topo, int slots
     f->home = malloc(sizeof *f->home * nE);
     f->rank_experts = malloc(sizeof *f->rank_experts * nE);
     f->tpe = malloc(sizeof *f->tpe * nE);
+    f->load0 = malloc(sizeof *f->load0 * nR);
     f->load = malloc(sizeof *f->load * nR);
     f->sent = malloc(sizeof *f->sent * nE);
     f->used = malloc(sizeof *f->used * nR);
@@ -101,7 +104,7 @@ int tsim_frontier_init(tsim_frontier **out, const tsim_topology *topo, int slots
     f->node_export = malloc(sizeof *f->node_export * nN);
     f->tried = calloc(nE, sizeof *f->tried);
     f->blocked = calloc(nR, sizeof *f->blocked);
-    if (!f->home || !f->rank_experts || !f->tpe || !f->load || !f->sent || !f->used || !f->slot_rep || !f->vload ||
+    if (!f->home || !f->rank_experts || !f->tpe || !f->load0 || !f->load || !f->sent || !f->used || !f->slot_rep || !f->vload ||
         !f->vsent || !f->vused || !f->vslot || !f->node_cap || !f->node_export || !f->tried || !f->blocked) {
         tsim_frontier_free(f);
         return tsim_error_set(err, TSIM_E_INTERNAL, "frontier: out of memory for %d ranks and %d experts", R, E);
@@ -272,7 +275,7 @@ static bool cross_piece(tsim_frontier *f, int n, int64_t level, int stamp, int *
 /* Stage 1: every node whose ranks exceed the level in total exports the
  * surplus, largest surplus first. Pieces are generated on the virtual state;
  * a piece is kept when a / (ranks of node * mean) > mu * lambda. */
-static int cross_stage(tsim_frontier *f, tsim_plan *plan, int64_t level, double mean, tsim_error *err)
+static int cross_stage(tsim_frontier *f, tsim_plan *plan, int64_t level, double mean, double lambda, tsim_error *err)
 {
     for (int n = 0; n < f->nodes; n++) {
         int64_t net = 0;
@@ -302,7 +305,7 @@ static int cross_stage(tsim_frontier *f, tsim_plan *plan, int64_t level, double 
         f->vslot[(size_t)c * (size_t)f->K + (size_t)f->vused[c]++] = e;
         f->node_cap[node_of(f, c)] -= a;
         f->node_export[n] -= a;
-        double threshold = f->mu * f->lambda * (double)(node_end(f, n) - node_first(f, n)) * mean;
+        double threshold = f->mu * lambda * (double)(node_end(f, n) - node_first(f, n)) * mean;
         if ((double)a > threshold) {
             int rc = add_replica(f, plan, e, c, a, err);
             if (rc)
@@ -391,6 +394,34 @@ static int local_stage(tsim_frontier *f, tsim_plan *plan, int n, int64_t level, 
     return TSIM_OK;
 }
 
+/* One plan for level L: cross-node pieces priced at lambda (0: keep every
+ * piece), then node-local water-filling. */
+static int plan_level(tsim_frontier *f, tsim_plan *plan, int64_t level, double mean, double lambda, tsim_error *err)
+{
+    tsim_plan_reset(plan);
+    plan->slot_limited = true;
+    memcpy(f->load, f->load0, sizeof *f->load * (size_t)f->R);
+    memcpy(f->vload, f->load0, sizeof *f->vload * (size_t)f->R);
+    memset(f->used, 0, sizeof *f->used * (size_t)f->R);
+    memset(f->vused, 0, sizeof *f->vused * (size_t)f->R);
+    memset(f->sent, 0, sizeof *f->sent * (size_t)f->E);
+    memset(f->vsent, 0, sizeof *f->vsent * (size_t)f->E);
+    int rc = f->nodes > 1 ? cross_stage(f, plan, level, mean, lambda, err) : TSIM_OK;
+    for (int n = 0; rc == TSIM_OK && n < f->nodes; n++)
+        rc = local_stage(f, plan, n, level, err);
+    return rc;
+}
+
+/* The objective rho + mu * replicas of the plan just built (every replica at
+ * cost 1: the level choice must not depend on lambda). */
+static double objective(const tsim_frontier *f, const tsim_plan *plan, double mean)
+{
+    int64_t mx = 0;
+    for (int r = 0; r < f->R; r++)
+        mx = f->load[r] > mx ? f->load[r] : mx;
+    return ((double)mx - mean) / mean + f->mu * (double)plan->count;
+}
+
 int tsim_frontier_plan(tsim_frontier *f, const tsim_record *rec, tsim_plan *plan, tsim_error *err)
 {
     tsim_plan_reset(plan);
@@ -408,21 +439,37 @@ int tsim_frontier_plan(tsim_frontier *f, const tsim_record *rec, tsim_plan *plan
         int64_t l = 0;
         for (int i = 0; i < f->hpr; i++)
             l += f->tpe[mine[i]];
-        f->load[r] = f->vload[r] = l;
-        f->used[r] = f->vused[r] = 0;
+        f->load0[r] = l;
         total += l;
     }
-    memset(f->sent, 0, sizeof *f->sent * (size_t)f->E);
-    memset(f->vsent, 0, sizeof *f->vsent * (size_t)f->E);
     if (f->K < 1 || total == 0 || f->R < 2)
         return TSIM_OK;
     const double mean = (double)total / f->R;
-    /* The least integer max load any plan can reach, plus the imbalance one
-     * node-local replica is worth (mu * mean tokens). */
-    int64_t level = (total + f->R - 1) / f->R + (int64_t)floor(f->mu * mean);
-    int rc = f->nodes > 1 ? cross_stage(f, plan, level, mean, err) : TSIM_OK;
-    for (int n = 0; rc == TSIM_OK && n < f->nodes; n++)
-        rc = local_stage(f, plan, n, level, err);
+    const int64_t floor_level = (total + f->R - 1) / f->R;
+    /* The level: ceil(mean) plus a slack of s * mu * mean, s = 0, 1, 2, 4, ...
+     * for the least objective rho + mu * replicas. A slack s costs s * mu of
+     * imbalance, so s above the replica count at s = 0 never pays: the
+     * search stops there. Ties keep the smaller slack. */
+    int rc = plan_level(f, plan, floor_level, mean, 0.0, err);
+    if (rc)
+        return rc;
+    double best = objective(f, plan, mean);
+    int64_t best_level = floor_level;
+    const int limit = plan->count;
+    for (int s = 1; s <= limit; s *= 2) {
+        int64_t level = floor_level + (int64_t)floor((double)s * f->mu * mean);
+        if (level == best_level)
+            continue;
+        rc = plan_level(f, plan, level, mean, 0.0, err);
+        if (rc)
+            return rc;
+        double j = objective(f, plan, mean);
+        if (j < best) {
+            best = j;
+            best_level = level;
+        }
+    }
+    rc = plan_level(f, plan, best_level, mean, f->lambda, err);
     if (rc)
         return rc;
     return tsim_split_plan(rec, f->tpe, f->K, plan, &f->split, err);

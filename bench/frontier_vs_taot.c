@@ -2,9 +2,10 @@
  * trace at the same K and lambda_plan; the evaluator checks every plan and
  * scores it at lambda_eval 1, 3 and 10. Prints per trace the mean rho_after
  * (%) and weighted cost of both at each lambda_eval, the mean inter-node
- * replicas, and the planner call's mean CPU microseconds.
+ * replicas, and the planner call's mean CPU microseconds (thread CPU time
+ * over P calls per record, default 20: one call is too short to time).
  *
- *   frontier_vs_taot [--slots K] [--lambda-plan X] [--mu X] TRACE...
+ *   frontier_vs_taot [--slots K] [--lambda-plan X] [--mu X] [--passes P] TRACE...
  *
  * The goals checked per cell: rho_after <= TAOT's + 0.1 pp and weighted <=
  * 0.8 x TAOT's ("ok" or which one missed).
@@ -51,6 +52,7 @@ static int score(tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *pl
 
 typedef struct {
     int slots;
+    int passes; /* plan calls timed per record and planner (the last one is scored) */
     double lambda_plan;
     tsim_frontier_options fopt;
 } settings;
@@ -96,15 +98,18 @@ static int bench_trace(const char *path, const settings *cfg)
         rc = tsim_evaluator_init(&ev, &topo, &err);
     const tsim_record *rec;
     while (!rc && (rc = tsim_reader_next(rd, &rec, &err)) == 1) {
+        rc = TSIM_OK;
         int64_t t0 = cpu_ns();
-        rc = taot.desc->plan(taot.state, rec, &plan, &err);
-        st.ns += (double)(cpu_ns() - t0);
+        for (int p = 0; !rc && p < cfg->passes; p++)
+            rc = taot.desc->plan(taot.state, rec, &plan, &err);
+        st.ns += (double)(cpu_ns() - t0) / cfg->passes;
         if (!rc)
             rc = score(&ev, rec, &plan, "taot", &st, &err);
         if (!rc) {
             t0 = cpu_ns();
-            rc = tsim_frontier_plan(fr, rec, &plan, &err);
-            sf.ns += (double)(cpu_ns() - t0);
+            for (int p = 0; !rc && p < cfg->passes; p++)
+                rc = tsim_frontier_plan(fr, rec, &plan, &err);
+            sf.ns += (double)(cpu_ns() - t0) / cfg->passes;
         }
         if (!rc)
             rc = score(&ev, rec, &plan, "frontier", &sf, &err);
@@ -137,7 +142,7 @@ static int bench_trace(const char *path, const settings *cfg)
 
 int main(int argc, char **argv)
 {
-    settings cfg = {.slots = 2, .lambda_plan = 3.0};
+    settings cfg = {.slots = 2, .passes = 20, .lambda_plan = 3.0};
     tsim_frontier_options_default(&cfg.fopt);
     int i = 1;
     for (; i + 1 < argc && strncmp(argv[i], "--", 2) == 0; i += 2) {
@@ -145,6 +150,8 @@ int main(int argc, char **argv)
             cfg.slots = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--lambda-plan") == 0)
             cfg.lambda_plan = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--passes") == 0)
+            cfg.passes = atoi(argv[i + 1]) > 0 ? atoi(argv[i + 1]) : 1;
         else if (strcmp(argv[i], "--mu") == 0)
             cfg.fopt.mu = atof(argv[i + 1]);
         else {
@@ -153,7 +160,7 @@ int main(int argc, char **argv)
         }
     }
     if (i >= argc) {
-        fprintf(stderr, "usage: frontier_vs_taot [--slots K] [--lambda-plan X] [--mu X] TRACE...\n");
+        fprintf(stderr, "usage: frontier_vs_taot [--slots K] [--lambda-plan X] [--mu X] [--passes P] TRACE...\n");
         return 2;
     }
     printf("# K=%d lambda_plan=%g mu=%g; per lambda_eval 1, 3, 10: rho_after %% and weighted; then inter, us/plan\n",
