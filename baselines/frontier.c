@@ -32,6 +32,8 @@ struct tsim_frontier {
     int *tried;            /* [E] stamp: expert tried for the current piece */
     int *blocked;          /* [R] stamp: rank that found no receiver in this stage */
     int stamp;
+    int dear;              /* cross-node pieces of the last plan_level worth less than their cost at lambda_plan */
+    tsim_replica *best;    /* [R * K] the best candidate plan's replicas */
     tsim_split_scratch split;
 };
 
@@ -60,6 +62,7 @@ void tsim_frontier_free(tsim_frontier *f)
     free(f->node_export);
     free(f->tried);
     free(f->blocked);
+    free(f->best);
     tsim_split_scratch_free(&f->split);
     free(f);
 }
@@ -104,8 +107,10 @@ int tsim_frontier_init(tsim_frontier **out, const tsim_topology *topo, int slots
     f->node_export = malloc(sizeof *f->node_export * nN);
     f->tried = calloc(nE, sizeof *f->tried);
     f->blocked = calloc(nR, sizeof *f->blocked);
+    f->best = malloc(sizeof *f->best * nRK);
     if (!f->home || !f->rank_experts || !f->tpe || !f->load0 || !f->load || !f->sent || !f->used || !f->slot_rep || !f->vload ||
-        !f->vsent || !f->vused || !f->vslot || !f->node_cap || !f->node_export || !f->tried || !f->blocked) {
+        !f->vsent || !f->vused || !f->vslot || !f->node_cap || !f->node_export || !f->tried || !f->blocked ||
+        !f->best) {
         tsim_frontier_free(f);
         return tsim_error_set(err, TSIM_E_INTERNAL, "frontier: out of memory for %d ranks and %d experts", R, E);
     }
@@ -205,14 +210,15 @@ static int cross_receiver(const tsim_frontier *f, int e, int n, int64_t level, i
 {
     int best = -1;
     int64_t best_room = 0;
-    for (int c = 0; c < f->R; c++) {
-        int m = node_of(f, c);
-        if (m == n || f->vused[c] >= f->K || f->vload[c] >= level || f->node_cap[m] <= 0)
+    for (int m = 0; m < f->nodes; m++) {
+        if (m == n || f->node_cap[m] <= 0)
             continue;
-        if (virtually_holds(f, c, e))
-            continue;
-        int64_t spare = level - f->vload[c];
-        best_fit(c, spare < f->node_cap[m] ? spare : f->node_cap[m], want, &best, &best_room);
+        for (int c = node_first(f, m); c < node_end(f, m); c++) {
+            if (f->vused[c] >= f->K || f->vload[c] >= level || virtually_holds(f, c, e))
+                continue;
+            int64_t spare = level - f->vload[c];
+            best_fit(c, spare < f->node_cap[m] ? spare : f->node_cap[m], want, &best, &best_room);
+        }
     }
     *room = best_room;
     return best;
@@ -305,8 +311,10 @@ static int cross_stage(tsim_frontier *f, tsim_plan *plan, int64_t level, double 
         f->vslot[(size_t)c * (size_t)f->K + (size_t)f->vused[c]++] = e;
         f->node_cap[node_of(f, c)] -= a;
         f->node_export[n] -= a;
-        double threshold = f->mu * lambda * (double)(node_end(f, n) - node_first(f, n)) * mean;
-        if ((double)a > threshold) {
+        double unit = f->mu * (double)(node_end(f, n) - node_first(f, n)) * mean;
+        if ((double)a <= unit * f->lambda)
+            f->dear++;
+        if ((double)a > unit * lambda) {
             int rc = add_replica(f, plan, e, c, a, err);
             if (rc)
                 return rc;
@@ -406,6 +414,7 @@ static int plan_level(tsim_frontier *f, tsim_plan *plan, int64_t level, double m
     memset(f->vused, 0, sizeof *f->vused * (size_t)f->R);
     memset(f->sent, 0, sizeof *f->sent * (size_t)f->E);
     memset(f->vsent, 0, sizeof *f->vsent * (size_t)f->E);
+    f->dear = 0;
     int rc = f->nodes > 1 ? cross_stage(f, plan, level, mean, lambda, err) : TSIM_OK;
     for (int n = 0; rc == TSIM_OK && n < f->nodes; n++)
         rc = local_stage(f, plan, n, level, err);
@@ -455,6 +464,8 @@ int tsim_frontier_plan(tsim_frontier *f, const tsim_record *rec, tsim_plan *plan
         return rc;
     double best = objective(f, plan, mean);
     int64_t best_level = floor_level;
+    int best_count = plan->count, best_dear = f->dear;
+    memcpy(f->best, plan->replicas, sizeof *f->best * (size_t)plan->count);
     const int limit = plan->count;
     for (int s = 1; s <= limit; s *= 2) {
         int64_t level = floor_level + (int64_t)floor((double)s * f->mu * mean);
@@ -467,9 +478,21 @@ int tsim_frontier_plan(tsim_frontier *f, const tsim_record *rec, tsim_plan *plan
         if (j < best) {
             best = j;
             best_level = level;
+            best_count = plan->count;
+            best_dear = f->dear;
+            memcpy(f->best, plan->replicas, sizeof *f->best * (size_t)plan->count);
         }
     }
-    rc = plan_level(f, plan, best_level, mean, f->lambda, err);
+    if (best_dear > 0) {
+        /* Some cross-node piece is not worth lambda_plan: plan again without it. */
+        rc = plan_level(f, plan, best_level, mean, f->lambda, err);
+    } else {
+        tsim_plan_reset(plan);
+        plan->slot_limited = true;
+        for (int i = 0; rc == TSIM_OK && i < best_count; i++)
+            if (tsim_plan_add(plan, f->best[i].expert, f->best[i].guest, f->best[i].slot, f->best[i].planned) < 0)
+                rc = tsim_error_set(err, TSIM_E_INTERNAL, "frontier: out of memory growing the plan");
+    }
     if (rc)
         return rc;
     return tsim_split_plan(rec, f->tpe, f->K, plan, &f->split, err);
