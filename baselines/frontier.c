@@ -360,7 +360,7 @@ static int local_receiver(const tsim_frontier *f, const tsim_plan *plan, int e, 
 
 /* Stage 2: water-fills node n to max(level, ceil(node mean)) with pieces
  * inside the node, hottest rank first, its largest expert first. */
-static int local_stage(tsim_frontier *f, tsim_plan *plan, int n, int64_t level, tsim_error *err)
+static int local_stage(tsim_frontier *f, tsim_plan *plan, int n, int64_t level, double mean, tsim_error *err)
 {
     int64_t sum = 0;
     int count = node_end(f, n) - node_first(f, n);
@@ -371,6 +371,11 @@ static int local_stage(tsim_frontier *f, tsim_plan *plan, int n, int64_t level, 
         node_level = level;
     int stamp = next_stamp(f);
     for (int h; (h = hottest(f, n, f->load, node_level, stamp)) >= 0;) {
+        /* An excess below mu * mean is worth less than one replica. */
+        if ((double)(f->load[h] - node_level) < f->mu * mean) {
+            f->blocked[h] = stamp;
+            continue;
+        }
         int try_stamp = next_stamp(f);
         bool placed = false;
         for (int e; !placed && (e = largest_untried(f, h, f->sent, try_stamp)) >= 0;) {
@@ -417,7 +422,7 @@ static int plan_level(tsim_frontier *f, tsim_plan *plan, int64_t level, double m
     f->dear = 0;
     int rc = f->nodes > 1 ? cross_stage(f, plan, level, mean, lambda, err) : TSIM_OK;
     for (int n = 0; rc == TSIM_OK && n < f->nodes; n++)
-        rc = local_stage(f, plan, n, level, err);
+        rc = local_stage(f, plan, n, level, mean, err);
     return rc;
 }
 

@@ -153,6 +153,34 @@ Test(frontier, best_fit_receiver_takes_the_whole_piece)
     tsim_topology_free(&t);
 }
 
+/* The marginal rule inside a node, mean 40: rank 0 is 20 over, rank 1 only
+ * 3. With mu 0.1 a replica is worth 4 tokens of imbalance, more than the 3
+ * it would fix on rank 1: only rank 0 sheds (to rank 2, room 23), and rho
+ * stays 3/40 (objective 0.175 against 0.2 for either plan that fixes both).
+ * With mu 0.05 (2 tokens) rank 1's 3 tokens pay for a second replica. */
+Test(frontier, node_local_piece_only_when_worth_a_replica)
+{
+    tsim_topology t;
+    topo_or_die(&t, 4, 4, 4, 2);
+    const int64_t tpe[4] = {60, 43, 17, 40};
+    tsim_record rec;
+    record_from_totals(&rec, 4, 4, tpe);
+    tsim_plan p;
+    tsim_metrics m = plan_and_score(&t, &rec, 3.0, 0.1, &p);
+    cr_assert_eq(p.count, 1);
+    assert_replica(&p, 0, 0, 2, 0, 20);
+    cr_assert_float_eq(m.v[TSIM_M_RHO_AFTER], 3.0 / 40, 1e-12);
+    tsim_plan_free(&p);
+    m = plan_and_score(&t, &rec, 3.0, 0.05, &p);
+    cr_assert_eq(p.count, 2);
+    assert_replica(&p, 0, 0, 2, 0, 20);
+    assert_replica(&p, 1, 1, 2, 1, 3);
+    cr_assert_float_eq(m.v[TSIM_M_RHO_AFTER], 0.0, 1e-12);
+    tsim_plan_free(&p);
+    tsim_record_free(&rec);
+    tsim_topology_free(&t);
+}
+
 Test(frontier, refuses_bad_configuration)
 {
     tsim_topology t;
