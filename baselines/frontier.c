@@ -436,6 +436,31 @@ static double objective(const tsim_frontier *f, const tsim_plan *plan, double me
     return ((double)mx - mean) / mean + f->mu * (double)plan->count;
 }
 
+/* The best plan of the level search so far. */
+typedef struct {
+    int64_t level;
+    double objective;
+    int count, dear;
+} candidate;
+
+/* Plans at level (every cross-node piece kept) and keeps the plan when its
+ * objective beats the best (ties keep the earlier, smaller slack). A level
+ * already tried is skipped. */
+static int try_level(tsim_frontier *f, tsim_plan *plan, int64_t level, double mean, candidate *best, tsim_error *err)
+{
+    if (level == best->level)
+        return TSIM_OK;
+    int rc = plan_level(f, plan, level, mean, 0.0, err);
+    if (rc)
+        return rc;
+    double j = objective(f, plan, mean);
+    if (best->level < 0 || j < best->objective) {
+        *best = (candidate){.level = level, .objective = j, .count = plan->count, .dear = f->dear};
+        memcpy(f->best, plan->replicas, sizeof *f->best * (size_t)plan->count);
+    }
+    return TSIM_OK;
+}
+
 int tsim_frontier_plan(tsim_frontier *f, const tsim_record *rec, tsim_plan *plan, tsim_error *err)
 {
     tsim_plan_reset(plan);
@@ -461,33 +486,30 @@ int tsim_frontier_plan(tsim_frontier *f, const tsim_record *rec, tsim_plan *plan
     const double mean = (double)total / f->R;
     const int64_t floor_level = (total + f->R - 1) / f->R;
     /* The level: ceil(mean) plus a slack of s * mu * mean, s = 0, 1, 2, 4, ...
-     * for the least objective rho + mu * replicas. A slack s costs s * mu of
-     * imbalance, so s above the replica count at s = 0 never pays: the
-     * search stops there. Ties keep the smaller slack. */
-    int rc = plan_level(f, plan, floor_level, mean, 0.0, err);
+     * for the least objective rho + mu * replicas. A slack s costs about
+     * s * mu of imbalance, so s above the replica count at s = 0 never pays:
+     * the search stops there. Ties keep the smaller slack. */
+    candidate best = {.level = -1};
+    int rc = try_level(f, plan, floor_level, mean, &best, err);
+    const int limit = plan->count;
+    double s_best = 0;
+    for (int s = 1; rc == TSIM_OK && s <= limit; s *= 2) {
+        int64_t level = floor_level + (int64_t)floor((double)s * f->mu * mean);
+        int64_t before = best.level;
+        rc = try_level(f, plan, level, mean, &best, err);
+        if (best.level != before)
+            s_best = s;
+    }
+    /* Then halfway to either neighbour of the best slack found (0.5 when the
+     * best is no slack at all). */
+    const double refine[2] = {s_best > 0 ? 0.75 * s_best : 0.5, 1.5 * s_best};
+    for (int i = 0; rc == TSIM_OK && i < 2; i++)
+        if (refine[i] > 0 && refine[i] <= limit)
+            rc = try_level(f, plan, floor_level + (int64_t)floor(refine[i] * f->mu * mean), mean, &best, err);
     if (rc)
         return rc;
-    double best = objective(f, plan, mean);
-    int64_t best_level = floor_level;
-    int best_count = plan->count, best_dear = f->dear;
-    memcpy(f->best, plan->replicas, sizeof *f->best * (size_t)plan->count);
-    const int limit = plan->count;
-    for (int s = 1; s <= limit; s *= 2) {
-        int64_t level = floor_level + (int64_t)floor((double)s * f->mu * mean);
-        if (level == best_level)
-            continue;
-        rc = plan_level(f, plan, level, mean, 0.0, err);
-        if (rc)
-            return rc;
-        double j = objective(f, plan, mean);
-        if (j < best) {
-            best = j;
-            best_level = level;
-            best_count = plan->count;
-            best_dear = f->dear;
-            memcpy(f->best, plan->replicas, sizeof *f->best * (size_t)plan->count);
-        }
-    }
+    const int64_t best_level = best.level;
+    const int best_count = best.count, best_dear = best.dear;
     if (best_dear > 0) {
         /* Some cross-node piece is not worth lambda_plan: plan again without it. */
         rc = plan_level(f, plan, best_level, mean, f->lambda, err);
