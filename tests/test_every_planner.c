@@ -8,6 +8,9 @@
  *   - -j 1 and -j 4 give the same per-record metrics, and so does the
  *     session against the planner called directly;
  *   - three shards merged give the values of one run.
+ * Each planner runs with its defaults and with each other value of each
+ * choice option and each flag (planner_configs.h); planner_is_expensive
+ * decides which get small shapes.
  * A planner may refuse a shape (TSIM_E_INPUT from init or from a plan), but
  * must plan at least half of them. The deliberately broken planners of
  * tests/planners/invalid_planners.c prove that each property can fail. */
@@ -22,24 +25,11 @@
 #include "external.h"
 #include "invalid_planners.h"
 #include "merge.h"
+#include "planner_configs.h"
 #include "random_records.h"
 #include "registry.h"
 #include "report.h"
 #include "session.h"
-
-/* The suite's one cost rule. The descriptor has no cost class yet (issue 21
- * item 3 adds one); until it does, a planner is expensive when it runs a
- * branch-and-bound search, which its table shows as a NAME-node-limit option
- * (`optimal`, the GLPK MIP). With the field this body becomes
- *     return desc->cost == TSIM_COST_EXPENSIVE; */
-static bool planner_is_expensive(const tsim_planner_desc *desc)
-{
-    const size_t n = strlen(desc->name);
-    for (const tsim_option_spec *o = desc->options; o && o->name; o++)
-        if (strncmp(o->name, desc->name, n) == 0 && strcmp(o->name + n, "-node-limit") == 0)
-            return true;
-    return false;
-}
 
 /* ---- the shapes ------------------------------------------------------------------ */
 
@@ -496,53 +486,13 @@ static void configure(tsim_planner *p, const char *spec)
 
 /* ---- the tests ---------------------------------------------------------------------- */
 
-/* The configurations derived from the registry: each planner with its
- * defaults, then once with each other value of each of its choice options
- * and once with each of its flags (LABEL=NAME:--OPTION[=VALUE]), so that
- * another code path (TAOT's split phase 3, LPLB's exact solver, EPLB's
- * oracle history) is covered as soon as its option exists. */
 #define MAX_CONFIGS 128
-typedef char config_spec[192];
-
-static void config_add(config_spec *specs, int *n, const char *planner, const char *option, const char *value)
-{
-    cr_assert_lt(*n, MAX_CONFIGS);
-    char label[TSIM_LABEL_MAX];
-    const char *suffix = value ? value : option + strlen(planner) + 1;
-    snprintf(label, sizeof label, "%s-%s", planner, suffix);
-    if (value)
-        snprintf(specs[(*n)++], sizeof specs[0], "%s=%s:--%s=%s", label, planner, option, value);
-    else
-        snprintf(specs[(*n)++], sizeof specs[0], "%s=%s:--%s", label, planner, option);
-}
-
-static int configs_of_registry(config_spec *specs)
-{
-    int n = 0;
-    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++) {
-        cr_assert_lt(n, MAX_CONFIGS);
-        snprintf(specs[n++], sizeof specs[0], "%s", (*d)->name);
-        for (const tsim_option_spec *o = (*d)->options; o && o->name; o++) {
-            if (o->type == TSIM_OPTION_CLEAR)
-                config_add(specs, &n, (*d)->name, o->name, NULL);
-            for (const char *v = o->type == TSIM_OPTION_CHOICE ? o->choices : NULL; v && *v;) {
-                size_t len = strcspn(v, "|");
-                char value[64];
-                snprintf(value, sizeof value, "%.*s", (int)len, v);
-                if (strcmp(value, o->def) != 0)
-                    config_add(specs, &n, (*d)->name, o->name, value);
-                v += len + (v[len] == '|');
-            }
-        }
-    }
-    return n;
-}
 
 Test(every_planner, registered_planners_hold_every_property, .timeout = 600)
 {
     case_set *set = cases_make();
-    config_spec *specs = calloc(MAX_CONFIGS, sizeof *specs);
-    const int n = configs_of_registry(specs);
+    tsim_config_spec *specs = calloc(MAX_CONFIGS, sizeof *specs);
+    const int n = tsim_registry_configs(specs, MAX_CONFIGS, true);
     int planners = 0, cheap = 0;
     for (int i = 0; i < n; i++) {
         tsim_planner p;
