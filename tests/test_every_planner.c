@@ -50,8 +50,8 @@ typedef struct {
 /* One shape and its records. Expensive planners get small shapes (R <= 4,
  * at most 4 experts a rank: `optimal` takes 10-20 s a record at R = 8 on
  * its default node budget) and two records; the others up to R = 64 and
- * 16 records over up to 3 interleaved layers, enough for EPLB's default
- * interval of 8 to recompute a layer's placement twice. */
+ * 4 to 16 records over up to 3 interleaved layers (on one layer, enough for
+ * EPLB's default interval of 8 to recompute the placement twice). */
 static void case_make(shape_case *c, uint64_t *seed, bool expensive)
 {
     static const int64_t layer_ids[3] = {0, 5, 2};
@@ -388,7 +388,8 @@ static bool sessions_check(const tsim_planner *cfg, int k, const shape_case *c, 
     tsim_session one, four;
     if (!session_run(&one, cfg, c, 1, why, sizeof why))
         return fail(rep, "-j 1 = -j 4", cfg, k, c, why);
-    bool ok = session_matches_direct(&one, d, c->n, why, sizeof why) || fail(rep, "session = direct calls", cfg, k, c, why);
+    bool ok = session_matches_direct(&one, d, c->n, why, sizeof why) ||
+              fail(rep, "session = direct calls", cfg, k, c, why);
     if (ok && !session_run(&four, cfg, c, 4, why, sizeof why))
         ok = fail(rep, "-j 1 = -j 4", cfg, k, c, why);
     else if (ok) {
