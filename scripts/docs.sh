@@ -145,7 +145,7 @@ for f in "$@"; do
     if [ "$check" = 1 ]; then
         stale=1
     else
-        cp "$tmp/new" "$f.docs-tmp" && mv "$f.docs-tmp" "$f" || die "$f: could not write"
+        { cp "$tmp/new" "$f.docs-tmp" && mv "$f.docs-tmp" "$f"; } || die "$f: could not write"
         echo "docs.sh: rewrote $f"
     fi
 done
