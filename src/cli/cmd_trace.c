@@ -23,6 +23,7 @@ typedef struct {
     const char *block;  /* Megatron directories */
     int experts;        /* Megatron directories */
     const char *tensor; /* safetensors */
+    const char *array;  /* .npz */
     const char *format;
     const char *positional[64];
     int npositional;
@@ -63,7 +64,7 @@ static int parse_args(const char *cmd, int argc, char **argv, bool allow_format,
         name[n] = '\0';
         bool known = strcmp(name, "ep") == 0 || strcmp(name, "rpn") == 0 || strcmp(name, "ranks-per-node") == 0 ||
                      strcmp(name, "dataset") == 0 || strcmp(name, "block") == 0 || strcmp(name, "experts") == 0 ||
-                     strcmp(name, "tensor") == 0 || (allow_format && strcmp(name, "format") == 0);
+                     strcmp(name, "tensor") == 0 || strcmp(name, "array") == 0 || (allow_format && strcmp(name, "format") == 0);
         if (!known)
             return tsim_cli_usage_error(cmd, "unknown option '--%s'", name);
         const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
@@ -89,6 +90,10 @@ static int parse_args(const char *cmd, int argc, char **argv, bool allow_format,
             if (!value[0])
                 return tsim_cli_usage_error(cmd, "--tensor: the name is empty");
             a->tensor = value;
+        } else if (strcmp(name, "array") == 0) {
+            if (!value[0])
+                return tsim_cli_usage_error(cmd, "--array: the name is empty");
+            a->array = value;
         } else {
             tsim_format f;
             if (tsim_format_parse(value, &f, &err))
@@ -106,7 +111,8 @@ static tsim_read_options read_options(const trace_args *a)
                            .dataset = a->dataset,
                            .block = a->block,
                            .experts = a->experts,
-                           .tensor = a->tensor};
+                           .tensor = a->tensor,
+                           .array = a->array};
     return o;
 }
 
@@ -117,7 +123,8 @@ static tsim_read_options read_options(const trace_args *a)
     "  --experts N       Megatron directories: the number of experts\n"                                                \
     "                    [default: the largest id seen + 1, rounded up to a\n"                                         \
     "                    multiple of the ranks]\n"                                                                     \
-    "  --tensor NAME     .safetensors: the tensor to read    [default: counts]\n"
+    "  --tensor NAME     .safetensors: the tensor to read    [default: counts]\n"                                     \
+    "  --array NAME      .npz: the array to read     [default: the only one]\n"
 
 static void print_warnings(const char *cmd, tsim_reader *r)
 {
