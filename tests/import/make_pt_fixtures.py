@@ -95,6 +95,19 @@ def per_rank_dumps(d, per_token):
     np.save(d + ".npy", ref)
 
 
+def old_map_dump(d):
+    """A per_pass dump whose last map leaves slot 7 of layer 1 empty (-1) while
+    a record counted tokens there under an earlier map: a warning, not folded."""
+    os.makedirs(d, exist_ok=True)
+    m = MAP.copy()
+    m[1, 7] = -1
+    phys = counts((L, P), 9)
+    phys[1, 7] = 4
+    rec = {"forward_pass_id": 0, "rank": 0, "gatherer_key": "primary", "global_physical_count": torch.from_numpy(phys)}
+    torch.save({"records": [rec], "last_physical_to_logical_map": torch.from_numpy(m)},
+               os.path.join(d, "expert_distribution_recorder_1700000000.0_0.pt"))
+
+
 def npz_files(d):
     a4 = counts((3, 2, 2, 8), 3).astype(np.int64)
     np.savez(os.path.join(d, "stored.npz"), counts=a4, other=np.zeros(3, dtype=np.int32))
@@ -150,6 +163,7 @@ def write_all(d):
     stat_dump(d)
     per_rank_dumps(os.path.join(d, "per_pass"), per_token=False)
     per_rank_dumps(os.path.join(d, "per_token"), per_token=True)
+    old_map_dump(os.path.join(d, "old_map"))
     npz_files(d)
     malformed(d)
 
