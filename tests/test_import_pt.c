@@ -155,7 +155,7 @@ Test(readers, same_records_as_the_npy)
     expect_same("stored.npz", "stored.npy", (tsim_read_options){.array = "counts"});
     expect_same("compressed.npz", "compressed.npy", (tsim_read_options){.ep = 2});
     expect_same("ultra", "ultra.npy", (tsim_read_options){0});
-    expect_same("ultra3", "ultra3.npy", (tsim_read_options){.ep = 2});
+    expect_same("ultra4", "ultra4.npy", (tsim_read_options){.ep = 2});
 }
 
 Test(readers, per_source_ep)

@@ -108,6 +108,19 @@ def old_map_dump(d):
                os.path.join(d, "expert_distribution_recorder_1700000000.0_0.pt"))
 
 
+def disagree_dump(d):
+    """Two ranks whose last maps differ: an error naming both files."""
+    os.makedirs(d, exist_ok=True)
+    for rank in range(2):
+        m = MAP.copy()
+        if rank == 1:
+            m[0, 6] = 2
+        rec = {"forward_pass_id": 0, "rank": rank, "gatherer_key": "primary",
+               "global_physical_count": torch.from_numpy(counts((L, P), rank))}
+        torch.save({"records": [rec], "last_physical_to_logical_map": torch.from_numpy(m)},
+                   os.path.join(d, f"expert_distribution_recorder_1700000000.0_{rank}.pt"))
+
+
 def npz_files(d):
     a4 = counts((3, 2, 2, 8), 3).astype(np.int64)
     np.savez(os.path.join(d, "stored.npz"), counts=a4, other=np.zeros(3, dtype=np.int32))
@@ -116,7 +129,7 @@ def npz_files(d):
     np.savez_compressed(os.path.join(d, "compressed.npz"), a3)
     np.save(os.path.join(d, "compressed.npy"), a3)
     # ultra-ep: loads [layers, forwards, physical experts] per rank
-    for name, ranks in (("ultra", 2), ("ultra3", 3)):
+    for name, ranks in (("ultra", 2), ("ultra4", 4)):
         os.makedirs(os.path.join(d, name), exist_ok=True)
         loads = [counts((2, 4, 6), 7 + r).astype(np.int32) for r in range(ranks)]
         for r, x in enumerate(loads):
@@ -164,6 +177,7 @@ def write_all(d):
     per_rank_dumps(os.path.join(d, "per_pass"), per_token=False)
     per_rank_dumps(os.path.join(d, "per_token"), per_token=True)
     old_map_dump(os.path.join(d, "old_map"))
+    disagree_dump(os.path.join(d, "disagree"))
     npz_files(d)
     malformed(d)
 
