@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* Memo slots a pickle may use (torch.save numbers them from 0). */
-#define MEMO_MAX (1 << 24)
+#define MEMO_MAX (1 << 22)
 /* Marks on the stack at once. */
 #define MARKS_MAX (1 << 16)
 

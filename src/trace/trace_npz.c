@@ -162,8 +162,9 @@ static int npy_header(rank_array *a, const char *name, tsim_error *err)
     a->shape[1] = y;
     a->shape[2] = z;
     struct stat st;
-    const int64_t need = x * y * z * tsim_dtype_size(a->dt);
-    if (x > TSIM_MAX_INDEX || y > TSIM_MAX_INDEX || z > TSIM_MAX_EXPERTS || fstat(a->fd, &st) != 0 ||
+    int64_t need = 0;
+    if (x > TSIM_MAX_INDEX || y > TSIM_MAX_INDEX || z > TSIM_MAX_EXPERTS || __builtin_mul_overflow(x, y, &need) ||
+        __builtin_mul_overflow(need, z * tsim_dtype_size(a->dt), &need) || fstat(a->fd, &st) != 0 ||
         (int64_t)st.st_size - a->data_off != need)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: array '%s': the data does not match shape [%lld, %lld, %lld]",
                               a->path, name, x, y, z);

@@ -205,7 +205,8 @@ static int storage_entry(const pt_file *f, const tsim_pk *storage, int64_t *idx,
     int rc = tsim_zip_size(f->z, *idx, &size, err);
     if (rc)
         return rc;
-    if (size != storage->numel * tsim_storage_size(storage->st))
+    int64_t want;
+    if (__builtin_mul_overflow(storage->numel, (int64_t)tsim_storage_size(storage->st), &want) || size != want)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: storage entry '%s' holds %lld bytes, the pickle says %lld x %d",
                               f->path, name, (long long)size, (long long)storage->numel,
                               tsim_storage_size(storage->st));
@@ -226,16 +227,18 @@ static int tensor_i64(const pt_file *f, const tsim_pk *t, const char *what, int 
     if (st != TSIM_ST_I4 && st != TSIM_ST_I8 && st != TSIM_ST_I2 && st != TSIM_ST_U1 && st != TSIM_ST_I1)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: %s has dtype torch.%s, expected an integer tensor (int32 or int64)",
                               f->path, what, tsim_storage_name(st));
-    int64_t numel = 1, last = t->offset;
-    for (int k = 0; k < ndim; k++) {
+    int64_t numel = 1;
+    for (int k = t->ndim - 1; k >= 0; k--) { /* C-contiguous: numel is bounded by the storage */
+        if (t->shape[k] > 1 && t->stride[k] != numel)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: %s is not contiguous (stride %lld in dimension %d)", f->path,
+                                  what, (long long)t->stride[k], k);
         if (__builtin_mul_overflow(numel, t->shape[k], &numel) || numel > TSIM_PT_TENSOR_MAX)
             return tsim_error_set(err, TSIM_E_INPUT, "%s: %s is too large", f->path, what);
-        if (t->shape[k] > 0)
-            last += (t->shape[k] - 1) * t->stride[k];
     }
-    if (numel > 0 && last >= t->storage->numel)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: %s reaches element %lld of a storage of %lld", f->path, what,
-                              (long long)last, (long long)t->storage->numel);
+    int64_t end;
+    if (__builtin_add_overflow(t->offset, numel, &end) || end > t->storage->numel)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: %s runs past its storage of %lld elements", f->path, what,
+                              (long long)t->storage->numel);
     int64_t idx;
     int rc = storage_entry(f, t->storage, &idx, err);
     if (rc)
@@ -250,12 +253,8 @@ static int tensor_i64(const pt_file *f, const tsim_pk *t, const char *what, int 
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }
     const int isz = tsim_storage_size(st);
-    int64_t pos[TSIM_PK_MAX_DIMS] = {0};
     for (int64_t i = 0; i < numel; i++) {
-        int64_t at = t->offset;
-        for (int k = 0; k < ndim; k++)
-            at += pos[k] * t->stride[k];
-        const unsigned char *p = raw + at * isz;
+        const unsigned char *p = raw + (t->offset + i) * isz;
         int64_t x = 0;
         if (st == TSIM_ST_I8) {
             uint64_t u = 0;
@@ -270,11 +269,6 @@ static int tensor_i64(const pt_file *f, const tsim_pk *t, const char *what, int 
             x = st == TSIM_ST_I1 ? (int8_t)p[0] : p[0];
         }
         v[i] = x;
-        for (int k = ndim - 1; k >= 0; k--) { /* next index in C order */
-            if (++pos[k] < t->shape[k])
-                break;
-            pos[k] = 0;
-        }
     }
     free(raw);
     *out = v;
@@ -310,15 +304,16 @@ static int stat_open(tsim_reader *r, pt_file *f, const tsim_pk *lc, const tsim_r
                                   "%s: \"logical_count\" is not contiguous (stride %lld in dimension %d): save "
                                   "t.contiguous()",
                                   r->path, (long long)lc->stride[k], k);
-        want *= lc->shape[k];
+        if (__builtin_mul_overflow(want, lc->shape[k], &want) || want > TSIM_ZIP_MAX_ENTRY)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: \"logical_count\" is too large", r->path);
     }
     const int isz = tsim_storage_size(lc->st);
-    if (lc->offset + want > lc->storage->numel)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: \"logical_count\" runs past its storage", r->path);
-    int64_t idx;
+    int64_t idx, end;
     int rc = storage_entry(f, lc->storage, &idx, err);
     if (rc)
         return rc;
+    if (__builtin_add_overflow(lc->offset, want, &end) || end > lc->storage->numel)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: \"logical_count\" runs past its storage", r->path);
     int fd = tsim_tmpfile(err);
     if (fd < 0)
         return TSIM_E_INTERNAL;
