@@ -200,3 +200,17 @@ Test(readers, malformed_inputs)
     expect_error("stored.npz", (tsim_read_options){.array = "x"}, "no array 'x'");
     expect_error("stat.npy", (tsim_read_options){.array = "x"}, "--array applies to .npz files only");
 }
+
+Test(readers, format_from_the_name)
+{
+    tsim_trace_format f;
+    cr_assert_eq(tsim_trace_format_from_path("d/x.pt", &f, NULL), 0);
+    cr_expect_eq(f, TSIM_FMT_PT);
+    cr_assert_eq(tsim_trace_format_from_path("x.npz", &f, NULL), 0);
+    cr_expect_eq(f, TSIM_FMT_NPZ);
+    cr_expect(tsim_trace_format_import_only(TSIM_FMT_PT) && tsim_trace_format_import_only(TSIM_FMT_NPZ));
+    tsim_writer *w;
+    tsim_trace_header h = {.experts = 4, .ep = 2, .ranks_per_node = 8};
+    tsim_error err = {0};
+    cr_expect_neq(tsim_writer_open(&w, "/tmp/never-written.npz", &h, &err), TSIM_OK);
+}

@@ -376,7 +376,11 @@ int tsim_cmd_convert(int argc, char **argv)
                                     out);
     if (tsim_trace_format_import_only(out_fmt))
         return tsim_cli_usage_error("convert", "%s: %s is an import format only; write .json, .jsonl or .jsonl.gz",
-                                    out, out_fmt == TSIM_FMT_NPY ? ".npy" : ".safetensors");
+                                    out,
+                                    out_fmt == TSIM_FMT_NPY ? ".npy"
+                                    : out_fmt == TSIM_FMT_PT ? ".pt"
+                                    : out_fmt == TSIM_FMT_NPZ ? ".npz"
+                                                             : ".safetensors");
 
     /* Writing over the input would lose it (by device and inode: links and
      * other names of one file count too). */
