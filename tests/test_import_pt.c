@@ -150,6 +150,7 @@ static void expect_same(const char *input, const char *npy, tsim_read_options o)
 Test(readers, same_records_as_the_npy)
 {
     expect_same("expert_distribution_recorder_1700000000.0.pt", "stat.npy", (tsim_read_options){.ep = 4});
+    expect_same("deflated.pt", "stat.npy", (tsim_read_options){.ep = 4});
     expect_same("per_pass", "per_pass.npy", (tsim_read_options){0});
     expect_same("per_token", "per_token.npy", (tsim_read_options){0});
     expect_same("stored.npz", "stored.npy", (tsim_read_options){.array = "counts"});

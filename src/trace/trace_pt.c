@@ -9,6 +9,7 @@
  *   int64 array into a temporary file, which trace_dense.c then reads. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,14 +315,25 @@ static int stat_open(tsim_reader *r, pt_file *f, const tsim_pk *lc, const tsim_r
         return rc;
     if (__builtin_add_overflow(lc->offset, want, &end) || end > lc->storage->numel)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: \"logical_count\" runs past its storage", r->path);
-    int fd = tsim_tmpfile(err);
-    if (fd < 0)
-        return TSIM_E_INTERNAL;
-    if ((rc = tsim_zip_extract(f->z, idx, fd, NULL, err))) {
-        close(fd);
-        return rc;
+    /* A stored storage is read in place (after a pass that checks its CRC);
+     * a compressed one is inflated into a temporary file first. */
+    int64_t at = 0;
+    int fd = -1;
+    if (tsim_zip_stored_offset(f->z, idx, &at) == 0) {
+        if ((rc = tsim_zip_verify(f->z, idx, err)))
+            return rc;
+        fd = open(r->path, O_RDONLY | O_CLOEXEC);
     }
-    tsim_dense_spec spec = {"\"logical_count\" ", dt, lc->ndim, {0}, lc->offset * isz};
+    if (fd < 0) {
+        at = 0;
+        if ((fd = tsim_tmpfile(err)) < 0)
+            return TSIM_E_INTERNAL;
+        if ((rc = tsim_zip_extract(f->z, idx, fd, NULL, err))) {
+            close(fd);
+            return rc;
+        }
+    }
+    tsim_dense_spec spec = {"\"logical_count\" ", dt, lc->ndim, {0}, at + lc->offset * isz};
     for (int k = 0; k < lc->ndim; k++)
         spec.shape[k] = lc->shape[k];
     if ((rc = tsim_dense_open(r, fd, &spec, want * isz, opts, err)))

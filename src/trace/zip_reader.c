@@ -3,6 +3,8 @@
 #include "zip_reader.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 struct tsim_zip {
     zip_t *za;
     char *path;
+    bool from_file; /* path names the archive on disk */
 };
 
 #define CHUNK ((size_t)1 << 20)
@@ -58,7 +61,10 @@ int tsim_zip_open(tsim_zip **out, const char *path, tsim_error *err)
             return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open: %s", path, strerror(errno ? errno : EIO));
         return zip_fail_code(path, code, err);
     }
-    return wrap(out, za, path, err);
+    int rc = wrap(out, za, path, err);
+    if (!rc)
+        (*out)->from_file = true;
+    return rc;
 }
 
 int tsim_zip_open_buffer(tsim_zip **out, const char *name, const void *data, size_t len, tsim_error *err)
@@ -252,6 +258,119 @@ int tsim_zip_extract(const tsim_zip *z, int64_t i, int fd, int64_t *written, tsi
     if (written)
         *written = s.written;
     return rc;
+}
+
+static int discard(void *ctx, const unsigned char *p, size_t n, tsim_error *err)
+{
+    (void)ctx;
+    (void)p;
+    (void)n;
+    (void)err;
+    return TSIM_OK;
+}
+
+int tsim_zip_verify(const tsim_zip *z, int64_t i, tsim_error *err)
+{
+    int64_t size;
+    int rc = tsim_zip_size(z, i, &size, err);
+    return rc ? rc : stream(z, i, size, discard, NULL, err);
+}
+
+static uint64_t rd(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int k = n - 1; k >= 0; k--)
+        v = v << 8 | p[k];
+    return v;
+}
+
+/* The local header's offset from the zip64 extra field of a central header
+ * (the fields present follow the ones set to all ones there). */
+static int zip64_local(const unsigned char *extra, size_t len, const unsigned char *cd, uint64_t *off)
+{
+    size_t skip = (rd(cd + 24, 4) == 0xFFFFFFFFu ? 8 : 0) + (rd(cd + 20, 4) == 0xFFFFFFFFu ? 8 : 0);
+    for (size_t p = 0; p + 4 <= len;) {
+        size_t id = (size_t)rd(extra + p, 2), n = (size_t)rd(extra + p + 2, 2);
+        if (p + 4 + n > len)
+            return -1;
+        if (id == 1 && skip + 8 <= n) {
+            *off = rd(extra + p + 4 + skip, 8);
+            return 0;
+        }
+        p += 4 + n;
+    }
+    return -1;
+}
+
+int tsim_zip_stored_offset(const tsim_zip *z, int64_t i, int64_t *offset)
+{
+    zip_stat_t st;
+    zip_stat_init(&st);
+    const char *name = tsim_zip_name(z, i);
+    if (!z->from_file || !name || zip_stat_index(z->za, (zip_uint64_t)i, ZIP_FL_ENC_RAW, &st) != 0 ||
+        !(st.valid & ZIP_STAT_COMP_METHOD) || st.comp_method != ZIP_CM_STORE || st.size != st.comp_size)
+        return -1;
+    int fd = open(z->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat fs;
+    int64_t found = -1;
+    const size_t name_len = strlen(name);
+    /* Walk the central directory for the entry's local header offset. */
+    unsigned char tail[65557 + 20];
+    if (fstat(fd, &fs) == 0 && fs.st_size >= 22) {
+        const int64_t size = fs.st_size;
+        const size_t n = (size_t)(size < (int64_t)sizeof tail ? size : (int64_t)sizeof tail);
+        const int64_t base = size - (int64_t)n;
+        uint64_t cd_off = 0, cd_len = 0;
+        if (pread(fd, tail, n, (off_t)base) == (ssize_t)n) {
+            for (size_t p = n - 22 + 1; p-- > 0;)
+                if (rd(tail + p, 4) == 0x06054b50u) {
+                    cd_len = rd(tail + p + 12, 4);
+                    cd_off = rd(tail + p + 16, 4);
+                    if (cd_off == 0xFFFFFFFFu && p >= 20 && rd(tail + p - 20, 4) == 0x07064b50u) {
+                        unsigned char e64[56];
+                        uint64_t at = rd(tail + p - 20 + 8, 8);
+                        if (pread(fd, e64, sizeof e64, (off_t)at) == (ssize_t)sizeof e64 &&
+                            rd(e64, 4) == 0x06064b50u) {
+                            cd_len = rd(e64 + 40, 8);
+                            cd_off = rd(e64 + 48, 8);
+                        }
+                    }
+                    break;
+                }
+        }
+        unsigned char *cd = cd_len > 0 && cd_len <= (uint64_t)size && cd_off <= (uint64_t)size - cd_len
+                                ? malloc((size_t)cd_len)
+                                : NULL;
+        if (cd && pread(fd, cd, (size_t)cd_len, (off_t)cd_off) == (ssize_t)cd_len) {
+            for (size_t p = 0; p + 46 <= cd_len && rd(cd + p, 4) == 0x02014b50u;) {
+                size_t nl = (size_t)rd(cd + p + 28, 2), el = (size_t)rd(cd + p + 30, 2), cl = (size_t)rd(cd + p + 32, 2);
+                if (p + 46 + nl + el + cl > cd_len)
+                    break;
+                if (nl == name_len && memcmp(cd + p + 46, name, nl) == 0) {
+                    uint64_t local = rd(cd + p + 42, 4);
+                    if (local == 0xFFFFFFFFu && zip64_local(cd + p + 46 + nl, el, cd + p, &local))
+                        break;
+                    unsigned char lh[30];
+                    if (local <= (uint64_t)size - 30 && pread(fd, lh, 30, (off_t)local) == 30 &&
+                        rd(lh, 4) == 0x04034b50u && rd(lh + 8, 2) == 0 && rd(lh + 26, 2) == nl) {
+                        uint64_t data = local + 30 + nl + rd(lh + 28, 2);
+                        if (data <= (uint64_t)size && st.size <= (uint64_t)size - data)
+                            found = (int64_t)data;
+                    }
+                    break;
+                }
+                p += 46 + nl + el + cl;
+            }
+        }
+        free(cd);
+    }
+    close(fd);
+    if (found < 0)
+        return -1;
+    *offset = found;
+    return 0;
 }
 
 int tsim_tmpfile(tsim_error *err)

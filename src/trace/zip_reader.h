@@ -44,6 +44,14 @@ int tsim_zip_read_all(const tsim_zip *z, int64_t i, int64_t max, unsigned char *
 /* Copies entry i into fd from its current position, in chunks. */
 int tsim_zip_extract(const tsim_zip *z, int64_t i, int fd, int64_t *written, tsim_error *err);
 
+/* Where the data of entry i starts in the archive file, when the entry is
+ * stored (not compressed) and the archive was opened from a path: 0 with
+ * *offset set, or -1 (read it with tsim_zip_extract instead). The local
+ * header is read and checked against libzip's view of the entry. */
+int tsim_zip_stored_offset(const tsim_zip *z, int64_t i, int64_t *offset);
+/* Reads entry i through once to verify its CRC, keeping nothing. */
+int tsim_zip_verify(const tsim_zip *z, int64_t i, tsim_error *err);
+
 /* An unnamed temporary file for extracted data (in $TMPDIR or /tmp). */
 int tsim_tmpfile(tsim_error *err);
 

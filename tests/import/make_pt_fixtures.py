@@ -43,6 +43,13 @@ def stat_dump(d):
                 "average_utilization_rate_over_window": 0.75},
                os.path.join(d, "expert_distribution_recorder_1700000000.0.pt"))
     np.save(os.path.join(d, "stat.npy"), lc)
+    # the same archive with every entry deflated (torch.save stores them):
+    # the reader inflates instead of reading in place
+    src = os.path.join(d, "expert_distribution_recorder_1700000000.0.pt")
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(os.path.join(d, "deflated.pt"), "w") as out:
+        for info in z.infolist():
+            out.writestr(zipfile.ZipInfo(info.filename, date_time=(2024, 1, 1, 0, 0, 0)), z.read(info.filename),
+                         compress_type=zipfile.ZIP_DEFLATED)
     # wrong dtype: float16 counts
     torch.save({"rank": 0, "logical_count": torch.from_numpy(lc.astype(np.float16))},
                os.path.join(d, "bad-dtype.pt"))
