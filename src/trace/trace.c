@@ -488,11 +488,10 @@ int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_option
     tsim_trace_format fmt;
     int rc;
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        fmt = tsim_dir_kind(path) == 1   ? TSIM_FMT_PT  /* per-rank SGLang dumps */
-              : tsim_dir_kind(path) == 2 ? TSIM_FMT_NPZ /* per-rank .npz loads */
-                                         : TSIM_FMT_MEGATRON;
-    else if ((rc = tsim_trace_format_from_path(path, &fmt, err)))
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        const int kind = tsim_dir_kind(path); /* per-rank .pt dumps, per-rank .npz loads, else Megatron */
+        fmt = kind == 1 ? TSIM_FMT_PT : kind == 2 ? TSIM_FMT_NPZ : TSIM_FMT_MEGATRON;
+    } else if ((rc = tsim_trace_format_from_path(path, &fmt, err)))
         return rc;
     if ((rc = check_format_options(path, fmt, opts, err)))
         return rc;
