@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <gsl/gsl_errno.h>
+#include <gsl/gsl_rng.h>
 
 #include "evaluate.h"
 #include "gen.h"
@@ -1143,4 +1144,52 @@ Test(gen, skew_needs_two_hot_experts_per_rank)
     cr_assert(strstr(err.msg, "(one expert per rank)") != NULL, "%s", err.msg);
     p.hot_skew = 0.0;
     cr_assert_eq(tsim_gen_params_check(&p, &err), TSIM_OK, "%s", err.msg);
+}
+
+/* Issue 26: the generator's own mt19937 gives GSL's outputs for every seed
+ * (0 included, which both map to 4357), across several twists. */
+Test(gen, own_mt19937_equals_gsl)
+{
+    const unsigned long seeds[] = {0, 1, 4357, 7, 0xffffffffUL, 123456789UL};
+    enum { N = 3000 };
+    static uint32_t want[N];
+    for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; s++) {
+        gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+        cr_assert_not_null(r);
+        gsl_rng_set(r, seeds[s]);
+        for (int i = 0; i < N; i++)
+            want[i] = (uint32_t)gsl_rng_get(r);
+        gsl_rng_free(r);
+        cr_assert_eq(tsim_gen_mt19937_check(seeds[s], want, N), -1, "seed %lu differs", seeds[s]);
+    }
+}
+
+/* Issue 26: threads sample the source ranks; the records are the same at any
+ * number of threads, for base, hot, skewed and rejection-heavy shapes. */
+Test(gen, threads_give_the_same_records)
+{
+    tsim_gen_params shapes[3];
+    shapes[0] = small_params();
+    shapes[1] = small_params();
+    shapes[1].hot_ranks = 2;
+    shapes[1].hot_experts = 3;
+    shapes[1].hot_skew = 1.5;
+    shapes[1].hot_fraction = 0.4;
+    shapes[2] = small_params();
+    shapes[2].concentration = 0.01; /* very skewed: the exact scan takes over */
+    shapes[2].experts = 8;
+    shapes[2].topk = 6;
+    for (int s = 0; s < 3; s++) {
+        tsim_gen_params p = shapes[s];
+        const size_t cells = (size_t)p.ep * (size_t)p.experts * (size_t)tsim_gen_record_count(&p);
+        int64_t *one = all_counts(&p);
+        const int threads[] = {2, 3, 4, 16};
+        for (int t = 0; t < 4; t++) {
+            p.threads = threads[t];
+            int64_t *many = all_counts(&p);
+            cr_assert(memcmp(one, many, sizeof *one * cells) == 0, "shape %d differs at -j %d", s, threads[t]);
+            free(many);
+        }
+        free(one);
+    }
 }

@@ -59,6 +59,12 @@ static void usage(FILE *out)
             "  --drift D              popularity drift per microbatch in 0..1: 0 frozen,\n"
             "                         1 redrawn each time (default %g)\n"
             "  --seed S               random seed, 0..2^53-1 (default %llu)\n"
+            "  -j N                   threads sampling the source ranks; the bytes are the\n"
+            "                         same at any N (default 1)\n"
+            "  --gzip-level N         deflate level 0..9 of a .jsonl.gz (default 6); at\n"
+            "                         level 6 deflate costs more than generating\n"
+            "  --progress             progress lines on stderr even when it is not a\n"
+            "                         terminal (one every 5 s)\n"
             "  -h, --help             this help\n"
             "\n"
             "A one-line summary (records, achieved imbalance, f) goes to stderr. Exit\n"
@@ -72,7 +78,21 @@ typedef struct {
     char what[64];
     int trial;
     bool writing;
+    bool lines;       /* --progress: whole lines, wherever stderr goes */
+    double last_line; /* when the last such line was printed */
 } progress_state;
+
+/* --progress: a line every 5 s (a log file or a batch job's output). */
+static void progress_line(progress_state *ps, int64_t done, int64_t total)
+{
+    double now = tsim_now_seconds();
+    if (done < total && now - ps->last_line < 5.0)
+        return;
+    ps->last_line = now;
+    fprintf(stderr, "%s: %lld/%lld records (%.0f%%) %.1fs\n", ps->what, (long long)done, (long long)total,
+            total > 0 ? 100.0 * (double)done / (double)total : 0.0, now - ps->bar.start);
+    fflush(stderr);
+}
 
 static void on_progress(void *ctx, int trial, int64_t done, int64_t total)
 {
@@ -84,7 +104,10 @@ static void on_progress(void *ctx, int trial, int64_t done, int64_t total)
         else
             snprintf(ps->what, sizeof ps->what, "gen: %s", ps->writing ? "writing" : "measuring");
     }
-    tsim_progress_update(&ps->bar, done, total);
+    if (ps->lines)
+        progress_line(ps, done, total);
+    else
+        tsim_progress_update(&ps->bar, done, total);
 }
 
 /* "--name=value" or "--name value": the value, advancing *i; NULL if absent. */
@@ -103,7 +126,8 @@ int tsim_cmd_gen(int argc, char **argv)
     tsim_gen_params_default(&p);
     const char *output = NULL;
     double target = 0.3;
-    bool have_target = false, have_fraction = false;
+    bool have_target = false, have_fraction = false, progress_lines = false;
+    int gzip_level = 6;
     tsim_error err = {0};
 
     for (int i = 1; i < argc; i++) {
@@ -116,6 +140,18 @@ int tsim_cmd_gen(int argc, char **argv)
             if (i + 1 >= argc)
                 return tsim_cli_usage_error(CMD, "-o needs a file name");
             output = argv[++i];
+            continue;
+        }
+        if (strcmp(arg, "--progress") == 0) {
+            progress_lines = true;
+            continue;
+        }
+        if (strcmp(arg, "-j") == 0 || (strncmp(arg, "-j", 2) == 0 && arg[2] >= '0' && arg[2] <= '9')) {
+            const char *v = arg[2] ? arg + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v)
+                return tsim_cli_usage_error(CMD, "-j needs a number of threads");
+            if (tsim_parse_int(v, 1, TSIM_GEN_MAX_THREADS, &p.threads, "-j", &err))
+                return tsim_cli_usage_error(CMD, "%s", err.msg);
             continue;
         }
         if (strncmp(arg, "--", 2) != 0)
@@ -167,6 +203,10 @@ int tsim_cmd_gen(int argc, char **argv)
             rc = tsim_parse_double(value, 1e-3, 1e9, &p.concentration, name, &err);
         } else if (strcmp(name, "--drift") == 0) {
             rc = tsim_parse_double(value, 0.0, 1.0, &p.drift, name, &err);
+        } else if (strcmp(name, "--gzip-level") == 0) {
+            rc = tsim_parse_int(value, 0, 9, &gzip_level, name, &err);
+        } else if (strcmp(name, "--jobs") == 0) {
+            rc = tsim_parse_int(value, 1, TSIM_GEN_MAX_THREADS, &p.threads, name, &err);
         } else if (strcmp(name, "--seed") == 0) {
             int64_t seed;
             rc = tsim_parse_int64(value, 0, (int64_t)TSIM_GEN_MAX_SEED, &seed, name, &err);
@@ -195,6 +235,8 @@ int tsim_cmd_gen(int argc, char **argv)
     memset(&ps, 0, sizeof ps);
     ps.trial = -1;
     tsim_progress_start(&ps.bar, ps.what);
+    ps.lines = progress_lines;
+    ps.last_line = ps.bar.start;
 
     /* The header carries the achieved mean, so it is known before writing:
      * from the calibration, or from one measuring pass for a given f. */
@@ -233,6 +275,8 @@ int tsim_cmd_gen(int argc, char **argv)
     int rc = tsim_gen_open(&g, &p, &err);
     if (!rc)
         rc = tsim_writer_open(&w, output, &header, &err);
+    if (!rc)
+        rc = tsim_writer_set_gzip_level(w, gzip_level, &err);
     double sum = 0.0;
     ps.writing = true;
     ps.trial = -1;

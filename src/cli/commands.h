@@ -6,6 +6,7 @@
 int tsim_cmd_gen(int argc, char **argv);       /* cmd_gen.c */
 int tsim_cmd_validate(int argc, char **argv);  /* cmd_trace.c */
 int tsim_cmd_convert(int argc, char **argv);   /* cmd_trace.c */
+int tsim_cmd_index(int argc, char **argv);     /* cmd_index.c */
 int tsim_cmd_replay(int argc, char **argv);    /* cmd_replay.c */
 int tsim_cmd_vector(int argc, char **argv);    /* cmd_replay.c */
 int tsim_cmd_bench(int argc, char **argv);     /* cmd_bench.c */

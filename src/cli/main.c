@@ -20,6 +20,7 @@ static const command commands[] = {
     {"gen", tsim_cmd_gen, "write a synthetic routing trace"},
     {"validate", tsim_cmd_validate, "check traces; print shape and initial-imbalance distribution"},
     {"convert", tsim_cmd_convert, "convert between JSON, JSONL(.gz), and from CSV"},
+    {"index", tsim_cmd_index, "write or check a trace's sidecar index (seek points, block hashes)"},
     {"replay", tsim_cmd_replay, "run planners over a trace and print the metrics"},
     {"table1", tsim_cmd_table1, "the paper's Table 1 on the bundled traces, ours beside the paper's"},
     {"ablation", tsim_cmd_ablation, "the paper's Table 2: TAOT flow hint x communication cost"},

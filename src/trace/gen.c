@@ -89,6 +89,7 @@ void tsim_gen_params_default(tsim_gen_params *p)
     p->hot_skew = 0.0;
     p->hot_fraction = 0.0;
     p->seed = 1;
+    p->threads = 1;
 }
 
 int tsim_gen_params_check(const tsim_gen_params *p, tsim_error *err)
@@ -168,6 +169,8 @@ int tsim_gen_params_check(const tsim_gen_params *p, tsim_error *err)
                               p->hot_skew, p->experts / p->ep == 1 ? "one expert per rank" : "--hot-experts 1");
     if (!(p->hot_fraction >= 0.0 && p->hot_fraction <= 1.0))
         return tsim_error_set(err, TSIM_E_INPUT, "--hot-fraction %g is out of range 0..1", p->hot_fraction);
+    if (p->threads < 0 || p->threads > TSIM_GEN_MAX_THREADS)
+        return tsim_error_set(err, TSIM_E_INPUT, "-j %d is out of range 1..%d", p->threads, TSIM_GEN_MAX_THREADS);
     if (p->seed > TSIM_GEN_MAX_SEED)
         return tsim_error_set(err, TSIM_E_INPUT, "--seed %llu is out of range 0..%llu", (unsigned long long)p->seed,
                               (unsigned long long)TSIM_GEN_MAX_SEED);
@@ -459,18 +462,116 @@ static void alias_build(alias_table *a, const int32_t *experts, const double *po
     }
 }
 
-static inline int32_t alias_draw(const alias_table *a, gsl_rng *rng)
+/* The token streams: GSL's mt19937, computed here so that it inlines and
+ * twists its 624 words in one pass (the GSL call costs an indirect call and a
+ * state check per output, most of gen's time). Output for output it equals
+ * gsl_rng_mt19937 with the same seed; test_gen checks that against GSL. */
+enum { MT_N = 624, MT_M = 397 };
+
+typedef struct {
+    uint32_t mt[MT_N];
+    int mti;
+} mt_stream;
+
+static void mt_seed(mt_stream *s, unsigned long seed)
 {
-    uint64_t x = (uint64_t)gsl_rng_get(rng) * (uint64_t)a->n;
-    int i = (int)(x >> 32);
-    return (uint32_t)x < a->thr[i] ? a->own[i] : a->alt[i];
+    uint32_t x = (uint32_t)(seed == 0 ? 4357 : seed); /* as GSL: 0 means 4357 */
+    s->mt[0] = x;
+    for (int i = 1; i < MT_N; i++) {
+        x = UINT32_C(1812433253) * (x ^ (x >> 30)) + (uint32_t)i;
+        s->mt[i] = x;
+    }
+    s->mti = MT_N;
 }
+
+static void mt_twist(mt_stream *s)
+{
+    uint32_t *mt = s->mt;
+    int kk = 0;
+    for (; kk < MT_N - MT_M; kk++) {
+        uint32_t y = (mt[kk] & UINT32_C(0x80000000)) | (mt[kk + 1] & UINT32_C(0x7fffffff));
+        mt[kk] = mt[kk + MT_M] ^ (y >> 1) ^ ((y & 1u) ? UINT32_C(0x9908b0df) : 0u);
+    }
+    for (; kk < MT_N - 1; kk++) {
+        uint32_t y = (mt[kk] & UINT32_C(0x80000000)) | (mt[kk + 1] & UINT32_C(0x7fffffff));
+        mt[kk] = mt[kk + MT_M - MT_N] ^ (y >> 1) ^ ((y & 1u) ? UINT32_C(0x9908b0df) : 0u);
+    }
+    uint32_t y = (mt[MT_N - 1] & UINT32_C(0x80000000)) | (mt[0] & UINT32_C(0x7fffffff));
+    mt[MT_N - 1] = mt[MT_M - 1] ^ (y >> 1) ^ ((y & 1u) ? UINT32_C(0x9908b0df) : 0u);
+    s->mti = 0;
+}
+
+static inline uint32_t mt_next(mt_stream *s)
+{
+    if (s->mti >= MT_N)
+        mt_twist(s);
+    uint32_t k = s->mt[s->mti++];
+    k ^= k >> 11;
+    k ^= (k << 7) & UINT32_C(0x9d2c5680);
+    k ^= (k << 15) & UINT32_C(0xefc60000);
+    return k ^ (k >> 18);
+}
+
+/* gsl_rng_uniform for mt19937. */
+static inline double mt_uniform(mt_stream *s)
+{
+    return mt_next(s) / 4294967296.0;
+}
+
+/* gsl_rng_uniform_int for mt19937 (range 2^32 - 1, 0 < n). */
+static unsigned long mt_uniform_int(mt_stream *s, unsigned long n)
+{
+    const unsigned long scale = UINT32_MAX / n;
+    unsigned long k;
+    do
+        k = mt_next(s) / scale;
+    while (k >= n);
+    return k;
+}
+
+int tsim_gen_mt19937_check(unsigned long seed, const uint32_t *expected, int n)
+{
+    mt_stream s;
+    mt_seed(&s, seed);
+    for (int i = 0; i < n; i++)
+        if (mt_next(&s) != expected[i])
+            return i;
+    return -1;
+}
+
+static inline int32_t alias_draw(const alias_table *a, mt_stream *rng)
+{
+    uint64_t x = (uint64_t)mt_next(rng) * (uint64_t)a->n;
+    int i = (int)(x >> 32);
+    /* Branch-free select: the comparison is a coin flip the predictor loses. */
+    int32_t keep = -(int32_t)((uint32_t)x < a->thr[i]);
+    return (a->own[i] & keep) | (a->alt[i] & ~keep);
+}
+
+/* What one thread needs to sample a source rank's tokens. */
+typedef struct {
+    mt_stream rng;
+    uint32_t *stamp;   /* [E]: == token id when taken (or excluded) for the current token */
+    uint32_t token_id;
+} sampler;
+
+typedef struct gen_pool gen_pool;
+
+struct gen_pool {
+    pthread_t *tids;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    int64_t round;   /* bumped per record */
+    int64_t record;  /* the record being sampled */
+    int pending;     /* helper threads still sampling this round */
+    bool quit;
+};
 
 struct tsim_gen {
     tsim_gen_params p;
     tsim_topology topo;
     gsl_rng *pop_rng;
-    gsl_rng *tok_rng;
     double *gammas;     /* [L * E] drifting gamma variables, one row per layer */
     double *pop;        /* [E] the current record's popularity */
     alias_table base;   /* over all experts */
@@ -479,8 +580,9 @@ struct tsim_gen {
     int32_t *hot_experts; /* [m] */
     double *hot_factor;   /* [m]: (j + 1)^-S of each hot expert; NULL when S = 0 */
     double *hot_weight;   /* [E]: w_e for the hot experts (only with hot_factor) */
-    uint32_t *stamp;    /* [E]: == token id when taken (or excluded) for the current token */
-    uint32_t token_id;
+    sampler *samplers;  /* [threads]: one per thread sampling source ranks */
+    int threads;
+    gen_pool *pool;     /* NULL with one thread */
     int64_t *load;      /* [R] */
     tsim_record rec;
     int64_t hot_total;  /* H */
@@ -506,14 +608,67 @@ static unsigned long stream_seed(uint64_t seed, int kind, int64_t record, int ra
     return (unsigned long)(h & UINT64_C(0xffffffff));
 }
 
+static void pool_stop(tsim_gen *g)
+{
+    gen_pool *pl = g->pool;
+    if (!pl)
+        return;
+    pthread_mutex_lock(&pl->mu);
+    pl->quit = true;
+    pthread_cond_broadcast(&pl->go);
+    pthread_mutex_unlock(&pl->mu);
+    for (int i = 0; i < pl->started; i++)
+        pthread_join(pl->tids[i], NULL);
+    pthread_mutex_destroy(&pl->mu);
+    pthread_cond_destroy(&pl->go);
+    pthread_cond_destroy(&pl->done);
+    free(pl->tids);
+    free(pl);
+    g->pool = NULL;
+}
+
+typedef struct {
+    tsim_gen *g;
+    int id;
+} pool_arg;
+
+static void *pool_worker(void *arg);
+static void sample_rank(const tsim_gen *g, sampler *s, int rank, int64_t record);
+
+/* Helper threads 1..threads-1 (the caller samples share 0). */
+static int pool_start(tsim_gen *g)
+{
+    gen_pool *pl = calloc(1, sizeof *pl);
+    if (!pl)
+        return -1;
+    pl->tids = calloc((size_t)g->threads, sizeof *pl->tids);
+    pthread_mutex_init(&pl->mu, NULL);
+    pthread_cond_init(&pl->go, NULL);
+    pthread_cond_init(&pl->done, NULL);
+    g->pool = pl;
+    if (!pl->tids)
+        return -1;
+    for (int id = 1; id < g->threads; id++) {
+        pool_arg *pa = malloc(sizeof *pa);
+        if (!pa)
+            return -1;
+        pa->g = g;
+        pa->id = id;
+        if (pthread_create(&pl->tids[pl->started], NULL, pool_worker, pa) != 0) {
+            free(pa);
+            return -1;
+        }
+        pl->started++;
+    }
+    return 0;
+}
+
 void tsim_gen_close(tsim_gen *g)
 {
     if (!g)
         return;
     if (g->pop_rng)
         gsl_rng_free(g->pop_rng);
-    if (g->tok_rng)
-        gsl_rng_free(g->tok_rng);
     tsim_topology_free(&g->topo);
     free(g->gammas);
     free(g->pop);
@@ -523,7 +678,10 @@ void tsim_gen_close(tsim_gen *g)
     free(g->hot_experts);
     free(g->hot_factor);
     free(g->hot_weight);
-    free(g->stamp);
+    pool_stop(g);
+    for (int i = 0; g->samplers && i < g->threads; i++)
+        free(g->samplers[i].stamp);
+    free(g->samplers);
     free(g->load);
     tsim_record_free(&g->rec);
     free(g);
@@ -570,30 +728,27 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
         return rc;
     }
     g->pop_rng = gsl_rng_alloc(gsl_rng_mt19937);
-    g->tok_rng = gsl_rng_alloc(gsl_rng_mt19937);
     g->gammas = malloc(sizeof *g->gammas * (size_t)E * (size_t)p->layers);
     g->pop = malloc(sizeof *g->pop * (size_t)E);
     g->all_experts = malloc(sizeof *g->all_experts * (size_t)E);
     g->hot_experts = malloc(sizeof *g->hot_experts * (size_t)m);
-    g->stamp = calloc((size_t)E, sizeof *g->stamp);
+    g->threads = p->threads > 1 ? (p->threads < p->ep ? p->threads : p->ep) : 1;
+    g->samplers = calloc((size_t)g->threads, sizeof *g->samplers);
+    bool stamps = g->samplers != NULL;
+    for (int i = 0; stamps && i < g->threads; i++)
+        stamps = (g->samplers[i].stamp = calloc((size_t)E, sizeof(uint32_t))) != NULL;
     g->load = calloc((size_t)p->ep, sizeof *g->load);
     bool skewed = p->hot_skew > 0.0;
     if (skewed) {
         g->hot_factor = malloc(sizeof *g->hot_factor * (size_t)m);
         g->hot_weight = calloc((size_t)E, sizeof *g->hot_weight);
     }
-    if (!g->pop_rng || !g->tok_rng || !g->gammas || !g->pop || !g->all_experts || !g->hot_experts || !g->stamp ||
+    if (!g->pop_rng || !g->gammas || !g->pop || !g->all_experts || !g->hot_experts || !stamps ||
         !g->load || alias_alloc(&g->base, E) || alias_alloc(&g->hot, m) ||
         (skewed && (!g->hot_factor || !g->hot_weight))) {
         free(hot_ranks);
         tsim_gen_close(g);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the generator");
-    }
-    /* The uniform-to-index step needs 32 random bits per draw. */
-    if (gsl_rng_max(g->tok_rng) != UINT32_MAX || gsl_rng_min(g->tok_rng) != 0) {
-        free(hot_ranks);
-        tsim_gen_close(g);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "gsl mt19937 does not give 32-bit outputs");
     }
     for (int e = 0; e < E; e++)
         g->all_experts[e] = e;
@@ -607,6 +762,10 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
         }
     }
     free(hot_ranks);
+    if (g->threads > 1 && pool_start(g)) {
+        tsim_gen_close(g);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "could not start %d generator threads", g->threads);
+    }
     tsim_gen_rewind(g, p->hot_fraction);
     *out = g;
     return TSIM_OK;
@@ -662,22 +821,22 @@ static void next_popularity(tsim_gen *g, int64_t microbatch, int layer)
 
 /* Exact draw from the table's weights over the experts not stamped for the
  * current token (uniform among them when none has weight). */
-static int32_t scan_draw(tsim_gen *g, const alias_table *a)
+static int32_t scan_draw(sampler *s, const alias_table *a)
 {
-    const uint32_t id = g->token_id;
+    const uint32_t id = s->token_id;
     double mass = 0.0;
     int free_count = 0;
     for (int i = 0; i < a->n; i++) {
-        if (g->stamp[a->own[i]] != id) {
+        if (s->stamp[a->own[i]] != id) {
             mass += a->weight[i];
             free_count++;
         }
     }
     if (mass > 0.0) {
-        double u = gsl_rng_uniform(g->tok_rng) * mass, acc = 0.0;
+        double u = mt_uniform(&s->rng) * mass, acc = 0.0;
         int32_t last = -1;
         for (int i = 0; i < a->n; i++) {
-            if (g->stamp[a->own[i]] == id || a->weight[i] <= 0.0)
+            if (s->stamp[a->own[i]] == id || a->weight[i] <= 0.0)
                 continue;
             last = a->own[i];
             acc += a->weight[i];
@@ -686,67 +845,120 @@ static int32_t scan_draw(tsim_gen *g, const alias_table *a)
         }
         return last;
     }
-    unsigned long pick = gsl_rng_uniform_int(g->tok_rng, (unsigned long)free_count);
+    unsigned long pick = mt_uniform_int(&s->rng, (unsigned long)free_count);
     for (int i = 0; i < a->n; i++)
-        if (g->stamp[a->own[i]] != id && pick-- == 0)
+        if (s->stamp[a->own[i]] != id && pick-- == 0)
             return a->own[i];
     return a->own[0]; /* unreachable: callers leave at least one expert free */
 }
 
 /* `picks` distinct experts from the table, none already stamped for this token. */
-static void pick_distinct(tsim_gen *g, const alias_table *a, int picks, int64_t *row)
+static void pick_distinct(sampler *s, const alias_table *a, int picks, int64_t *row)
 {
-    const uint32_t id = g->token_id;
+    const uint32_t id = s->token_id;
     for (int j = 0; j < picks; j++) {
         int32_t e = -1;
         for (int tries = 0; tries < MAX_REJECTIONS; tries++) {
-            int32_t d = alias_draw(a, g->tok_rng);
-            if (g->stamp[d] != id) {
+            int32_t d = alias_draw(a, &s->rng);
+            if (s->stamp[d] != id) {
                 e = d;
                 break;
             }
         }
         if (e < 0)
-            e = scan_draw(g, a);
-        g->stamp[e] = id;
+            e = scan_draw(s, a);
+        s->stamp[e] = id;
         row[e]++;
     }
 }
 
-static void sample_rank(tsim_gen *g, int rank, int64_t record)
+static void sample_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
 {
     const tsim_gen_params *p = &g->p;
     const int E = p->experts, k = p->topk, m = g->hot.n;
     int64_t *row = g->rec.counts + (size_t)rank * (size_t)E;
     memset(row, 0, sizeof *row * (size_t)E);
-    memset(g->stamp, 0, sizeof *g->stamp * (size_t)E);
-    g->token_id = 0;
+    memset(s->stamp, 0, sizeof *s->stamp * (size_t)E);
+    s->token_id = 0;
 
     int64_t hot = g->hot_total / p->ep + (rank < g->hot_total % p->ep ? 1 : 0);
-    gsl_rng_set(g->tok_rng, stream_seed(p->seed, STREAM_HOT, record, rank));
+    mt_seed(&s->rng, stream_seed(p->seed, STREAM_HOT, record, rank));
     for (int64_t t = 0; t < hot; t++) {
-        g->token_id++;
+        s->token_id++;
         if (m > k || (m == k && !g->hot_factor)) {
-            pick_distinct(g, &g->hot, k, row);
+            pick_distinct(s, &g->hot, k, row);
         } else {
             /* Every hot expert, or (skewed) the j-th of each rank with
              * probability (j + 1)^-S; the first (factor 1) draws nothing. */
             int taken = 0;
             for (int i = 0; i < m; i++) {
-                if (g->hot_factor && g->hot_factor[i] < 1.0 && gsl_rng_uniform(g->tok_rng) >= g->hot_factor[i])
+                if (g->hot_factor && g->hot_factor[i] < 1.0 && mt_uniform(&s->rng) >= g->hot_factor[i])
                     continue;
-                g->stamp[g->hot_experts[i]] = g->token_id;
+                s->stamp[g->hot_experts[i]] = s->token_id;
                 row[g->hot_experts[i]]++;
                 taken++;
             }
-            pick_distinct(g, &g->base, k - taken, row);
+            pick_distinct(s, &g->base, k - taken, row);
         }
     }
-    gsl_rng_set(g->tok_rng, stream_seed(p->seed, STREAM_BASE, record, rank));
+    mt_seed(&s->rng, stream_seed(p->seed, STREAM_BASE, record, rank));
     for (int64_t t = hot; t < p->tokens; t++) {
-        g->token_id++;
-        pick_distinct(g, &g->base, k, row);
+        s->token_id++;
+        pick_distinct(s, &g->base, k, row);
     }
+}
+
+/* Threads (-j): source rank r of every record is sampled by sampler
+ * r mod threads into its own row. Each rank has its own seeded streams, so the
+ * records do not depend on the number of threads. */
+
+static void sample_share(const tsim_gen *g, int id, int64_t record)
+{
+    for (int r = id; r < g->p.ep; r += g->threads)
+        sample_rank(g, &g->samplers[id], r, record);
+}
+
+static void *pool_worker(void *arg)
+{
+    pool_arg *pa = arg;
+    tsim_gen *g = pa->g;
+    const int id = pa->id;
+    free(pa);
+    gen_pool *pl = g->pool;
+    int64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&pl->mu);
+        while (pl->round == seen && !pl->quit)
+            pthread_cond_wait(&pl->go, &pl->mu);
+        if (pl->quit) {
+            pthread_mutex_unlock(&pl->mu);
+            return NULL;
+        }
+        seen = pl->round;
+        int64_t record = pl->record;
+        pthread_mutex_unlock(&pl->mu);
+        sample_share(g, id, record);
+        pthread_mutex_lock(&pl->mu);
+        if (--pl->pending == 0)
+            pthread_cond_signal(&pl->done);
+        pthread_mutex_unlock(&pl->mu);
+    }
+}
+
+static void pool_run(tsim_gen *g, int64_t record)
+{
+    gen_pool *pl = g->pool;
+    pthread_mutex_lock(&pl->mu);
+    pl->record = record;
+    pl->pending = g->threads - 1;
+    pl->round++;
+    pthread_cond_broadcast(&pl->go);
+    pthread_mutex_unlock(&pl->mu);
+    sample_share(g, 0, record);
+    pthread_mutex_lock(&pl->mu);
+    while (pl->pending > 0)
+        pthread_cond_wait(&pl->done, &pl->mu);
+    pthread_mutex_unlock(&pl->mu);
 }
 
 int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
@@ -766,8 +978,11 @@ int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
     } else {
         alias_build(&g->hot, g->hot_experts, g->pop);
     }
-    for (int r = 0; r < g->p.ep; r++)
-        sample_rank(g, r, index);
+    if (g->pool)
+        pool_run(g, index);
+    else
+        for (int r = 0; r < g->p.ep; r++)
+            sample_rank(g, &g->samplers[0], r, index);
     g->rec.microbatch = microbatch;
     g->rec.layer = layer;
     g->rec.index = index;

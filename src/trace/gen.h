@@ -29,6 +29,7 @@ struct cJSON;
 #define TSIM_GEN_MAX_SEED ((UINT64_C(1) << 53) - 1) /* exact in the JSON meta */
 #define TSIM_GEN_MAX_HOT_LIST 256          /* explicit hot ranks (--hot-ranks LIST) */
 #define TSIM_GEN_MAX_SKEW 16.0             /* --hot-skew */
+#define TSIM_GEN_MAX_THREADS 256           /* -j */
 
 /* Where the hot ranks are (--hot-ranks). */
 typedef enum {
@@ -55,6 +56,7 @@ typedef struct {
     double hot_skew;      /* S >= 0: hot expert j (0-based within its rank) weighs (j + 1)^-S (0: even) */
     double hot_fraction;  /* f in [0, 1]: share of every rank's tokens sent to the hot ranks (0) */
     uint64_t seed;        /* seeds every GSL mt19937 stream (1); at most TSIM_GEN_MAX_SEED */
+    int threads;          /* threads sampling source ranks (1); never changes the records */
 } tsim_gen_params;
 
 /* The defaults of cli.md (f = 0). */
@@ -113,6 +115,11 @@ int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance);
 void tsim_gen_rewind(tsim_gen *g, double hot_fraction);
 
 void tsim_gen_close(tsim_gen *g);
+
+/* Test hook: the generator's own mt19937 (the token streams) seeded with seed
+ * against n outputs of GSL's: -1 when all agree, else the first index that
+ * differs. */
+int tsim_gen_mt19937_check(unsigned long seed, const uint32_t *expected, int n);
 
 /* Progress of long work: done out of total records (total > 0) of a pass over
  * the trace; trial is the calibration trial (from 1), 0 outside calibration. */

@@ -118,6 +118,10 @@ typedef struct tsim_writer tsim_writer;
  * "counts" (per source rank). */
 int tsim_writer_open(tsim_writer **out, const char *path, const tsim_trace_header *h, tsim_error *err);
 int tsim_writer_write(tsim_writer *w, const tsim_record *rec, tsim_error *err);
+/* The deflate level (0..9, default 6) of a .jsonl.gz, before the first
+ * record; other formats ignore it. .jsonl.gz is blocked gzip: independent
+ * members of about 1 MiB of text, each ending at a record boundary. */
+int tsim_writer_set_gzip_level(tsim_writer *w, int level, tsim_error *err);
 /* commit = false discards the output. */
 int tsim_writer_close(tsim_writer *w, bool commit, tsim_error *err);
 

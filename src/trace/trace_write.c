@@ -13,6 +13,11 @@
 #include "utf8.h"
 
 #define FLUSH_AT ((size_t)1 << 16)
+/* Blocked gzip: a .jsonl.gz is a series of independent gzip members, each
+ * ending at a record boundary once about this many text bytes went in, so an
+ * index can point a reader at a member start (any gzip reader reads the
+ * members as one stream). */
+#define GZ_MEMBER ((size_t)1 << 20)
 
 struct tsim_writer {
     tsim_outfile out;
@@ -25,6 +30,8 @@ struct tsim_writer {
     bool gz;
     z_stream z;
     unsigned char *zbuf;
+    size_t member_in; /* text bytes deflated into the current member */
+    int64_t members;  /* members finished */
 };
 
 static int reserve(tsim_writer *w, size_t more, tsim_error *err)
@@ -116,8 +123,34 @@ static int emit(tsim_writer *w, const void *data, size_t n, int flush, tsim_erro
 static int drain(tsim_writer *w, tsim_error *err)
 {
     int rc = emit(w, w->buf, w->len, Z_NO_FLUSH, err);
+    w->member_in += w->len;
     w->len = 0;
     return rc;
+}
+
+/* Ends the current gzip member with the pending text; the next starts fresh. */
+static int end_member(tsim_writer *w, tsim_error *err)
+{
+    int rc = emit(w, w->buf, w->len, Z_FINISH, err);
+    w->len = 0;
+    w->member_in = 0;
+    w->members++;
+    if (!rc && deflateReset(&w->z) != Z_OK)
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "%s: zlib could not start the next gzip member", w->path);
+    return rc;
+}
+
+int tsim_writer_set_gzip_level(tsim_writer *w, int level, tsim_error *err)
+{
+    if (level < 0 || level > 9)
+        return tsim_error_set(err, TSIM_E_INPUT, "gzip level %d is out of range 0..9", level);
+    if (!w->gz)
+        return TSIM_OK;
+    /* Nothing has been deflated yet (the header is still pending), so the
+     * new level applies to the whole file. */
+    if (w->members || w->member_in || deflateParams(&w->z, level, Z_DEFAULT_STRATEGY) != Z_OK)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: the gzip level must be set before writing", w->path);
+    return TSIM_OK;
 }
 
 static int check_header(const char *path, const tsim_trace_header *h, tsim_error *err)
@@ -306,6 +339,8 @@ int tsim_writer_write(tsim_writer *w, const tsim_record *rec, tsim_error *err)
     }
     put_str(w, doc ? "]}" : "]}\n");
     w->records++;
+    if (w->gz && w->member_in + w->len >= GZ_MEMBER)
+        return end_member(w, err);
     if (w->len >= FLUSH_AT)
         return drain(w, err);
     return TSIM_OK;
@@ -322,7 +357,9 @@ int tsim_writer_close(tsim_writer *w, bool commit, tsim_error *err)
             if (!rc)
                 put_str(w, w->records ? "\n  ]\n}\n" : "]\n}\n");
         }
-        if (!rc)
+        /* A member just ended on the last record: no empty member after it. */
+        bool empty_tail = w->gz && w->members > 0 && w->member_in == 0 && w->len == 0;
+        if (!rc && !empty_tail)
             rc = emit(w, w->buf, w->len, w->gz ? Z_FINISH : Z_NO_FLUSH, err);
         w->len = 0;
         if (!rc)

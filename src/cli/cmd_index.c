@@ -1,0 +1,106 @@
+/* taotsim index: write or check a trace's sidecar index (trace_index.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "parse.h"
+#include "trace_index.h"
+
+static const char *const CMD = "index";
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: taotsim index TRACE [-o INDEX] [--every N]\n"
+            "       taotsim index --check TRACE [-o INDEX]\n"
+            "\n"
+            "Reads a .jsonl or .jsonl.gz trace (validating every record) and writes its\n"
+            "index beside it (default TRACE" TSIM_INDEX_SUFFIX "): the record count, the records\n"
+            "per layer, and seek points with a hash of each block's bytes: every N-th\n"
+            "record of a .jsonl, every gzip member of a blocked .jsonl.gz (as gen and\n"
+            "convert write). The trace's size and hash make a stale index detectable.\n"
+            "\n"
+            "Options:\n"
+            "  -o, --output INDEX   the index file (default TRACE" TSIM_INDEX_SUFFIX ")\n"
+            "  --every N            records per block of a .jsonl (default %d)\n"
+            "  --check              check the index against the trace instead: exit 0\n"
+            "                       when it is up to date, 2 when it is stale\n"
+            "  -h, --help           this help\n",
+            TSIM_INDEX_DEFAULT_EVERY);
+}
+
+static void print_summary(const char *trace, const tsim_trace_index *ix)
+{
+    printf("%s: %lld records, %lld bytes, %lld block%s (%s)\n", trace, (long long)ix->records,
+           (long long)ix->trace_bytes, (long long)ix->n_blocks, ix->n_blocks == 1 ? "" : "s",
+           ix->gzip ? "gzip members" : "record lines");
+    for (int i = 0; i < ix->n_layers; i++)
+        printf("  layer %lld: %lld records\n", (long long)ix->layers[i].layer, (long long)ix->layers[i].records);
+}
+
+int tsim_cmd_index(int argc, char **argv)
+{
+    const char *trace = NULL, *output = NULL;
+    int every = TSIM_INDEX_DEFAULT_EVERY;
+    bool check = false;
+    tsim_error err = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--check") == 0) {
+            check = true;
+        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc)
+                return tsim_cli_usage_error(CMD, "%s needs a file name", a);
+            output = argv[++i];
+        } else if (strcmp(a, "--every") == 0) {
+            if (i + 1 >= argc)
+                return tsim_cli_usage_error(CMD, "--every needs a number of records");
+            if (tsim_parse_int(argv[++i], 1, 1 << 30, &every, "--every", &err))
+                return tsim_cli_usage_error(CMD, "%s", err.msg);
+        } else if (a[0] == '-' && a[1]) {
+            return tsim_cli_usage_error(CMD, "unknown option '%s'", a);
+        } else if (trace) {
+            return tsim_cli_usage_error(CMD, "one trace at a time ('%s' and '%s')", trace, a);
+        } else {
+            trace = a;
+        }
+    }
+    if (!trace)
+        return tsim_cli_usage_error(CMD, "no trace: give TRACE");
+    char *path = NULL;
+    if (!output) {
+        size_t n = strlen(trace) + sizeof TSIM_INDEX_SUFFIX;
+        if (!(path = malloc(n)))
+            return tsim_cli_usage_error(CMD, "out of memory");
+        snprintf(path, n, "%s%s", trace, TSIM_INDEX_SUFFIX);
+        output = path;
+    }
+    tsim_trace_index ix;
+    int rc;
+    if (check) {
+        rc = tsim_index_read(output, &ix, &err);
+        if (!rc) {
+            rc = tsim_index_check(&ix, trace, &err);
+            if (!rc)
+                printf("%s: the index %s is up to date (%lld records, %lld blocks)\n", trace, output,
+                       (long long)ix.records, (long long)ix.n_blocks);
+            tsim_index_free(&ix);
+        }
+    } else {
+        rc = tsim_index_build(trace, every, &ix, &err);
+        if (!rc) {
+            rc = tsim_index_write(&ix, output, &err);
+            if (!rc)
+                print_summary(trace, &ix);
+            tsim_index_free(&ix);
+        }
+    }
+    free(path);
+    return rc ? tsim_cli_fail(CMD, &err) : 0;
+}

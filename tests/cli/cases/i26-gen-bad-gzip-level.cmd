@@ -1,0 +1,1 @@
+$TAOTSIM gen -o $TMP/t.jsonl.gz --gzip-level 10

@@ -1,0 +1,1 @@
+for j in 1 2 4; do $TAOTSIM gen -j $j -o $TMP/j$j.jsonl --ep 8 --experts 32 --topk 4 --tokens 64 --microbatches 4 --layers 3 --hot-ranks 0,3 --hot-experts 2 --hot-skew 1.5 2>/dev/null || echo "gen -j $j failed"; done; cmp $TMP/j1.jsonl $TMP/j2.jsonl && cmp $TMP/j1.jsonl $TMP/j4.jsonl && md5sum < $TMP/j1.jsonl

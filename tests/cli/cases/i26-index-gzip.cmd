@@ -1,0 +1,1 @@
+$TAOTSIM gen -o $TMP/t.jsonl.gz --ep 16 --tokens 64 --microbatches 100 --layers 4 --hot-fraction 0.05 2>/dev/null && cd $TMP && $TAOTSIM index t.jsonl.gz && $TAOTSIM index --check t.jsonl.gz && python3 -c 'import json; ix=json.load(open("t.jsonl.gz.tsidx")); print(ix["format"], ix["version"], ix["blocks_are"], [b[2] for b in ix["blocks"]])'

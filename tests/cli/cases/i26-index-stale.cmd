@@ -1,0 +1,1 @@
+cd $TMP && $TAOTSIM gen -o t.jsonl --ep 4 --experts 16 --tokens 32 --microbatches 20 --layers 2 --hot-fraction 0.1 2>/dev/null && $TAOTSIM index t.jsonl --every 8 >/dev/null && sed -i '21s/"layer":1/"layer":0/' t.jsonl && $TAOTSIM index --check t.jsonl
