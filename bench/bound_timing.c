@@ -7,6 +7,10 @@
  *
  *   bound_timing TRACE [--solver clp|glpk] [--k K] [--lambda L] [--mu MU]
  *                [--lps N] [--records N] [--rho R] [--room 0|1]
+ *
+ * Times are this thread's CPU time. The EP64 trace of issue 23 (E = 256):
+ *   build/taotsim gen -o ep64-imb50.jsonl.gz --ep 64 --experts 256 \
+ *     --imbalance 0.5 --microbatches 4 --layers 2
  */
 #include <math.h>
 #include <stdio.h>
