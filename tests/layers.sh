@@ -14,7 +14,7 @@ ranks=(
     "src/util"
     "src/model"
     "src/trace"
-    "src/planner"
+    "src/planner src/bound"
     "baselines gpu"
     "src/registry"
     "src/report"
