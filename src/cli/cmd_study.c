@@ -46,7 +46,7 @@ static void common_help(void)
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
            "  -h, --help           this help\n\n");
-    tsim_planner_options_help(stdout);
+    tsim_cli_planners_help(stdout);
     tsim_external_help(stdout);
     fputs("\n" TSIM_STEP_MODEL_HELP, stdout);
 }
@@ -400,7 +400,7 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
         rc = tsim_parse_int(val, 0, 1024, &c->slots, "--slots", err);
     else if (strcmp(name, "lambda") == 0) {
         rc = tsim_parse_double(val, 1e-9, 1e9, &c->lambda_eval, "--lambda", err);
-        c->base.lambda_plan = c->lambda_eval;
+        c->base.common.lambda_plan = c->lambda_eval;
     } else if (strcmp(name, "lambda-eval") == 0)
         rc = tsim_parse_double(val, 0, 1e9, &c->lambda_eval, "--lambda-eval", err);
     else if (strcmp(name, "jobs") == 0)

@@ -219,7 +219,7 @@ static int resolve(tsim_planner *p, const char *name, const char *options, tsim_
     if (rc)
         goto fail;
     p->desc = &cfg->desc;
-    p->opts.external = cfg;
+    p->common.external = cfg;
     return TSIM_OK;
 fail:
     config_free(cfg);

@@ -29,6 +29,7 @@ static const command commands[] = {
     {"bench", tsim_cmd_bench, "planner latency and trace read throughput"},
     {"plot", tsim_cmd_plot, "gnuplot figures from a result file"},
     {"merge", tsim_cmd_merge, "combine the partial results of --shard I/N runs into the whole result"},
+    {"planners", tsim_cmd_planners, "every planner: what it does, its source, options and contracts"},
 };
 
 static void usage(FILE *out)
@@ -36,8 +37,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: taotsim COMMAND [options]\n"
             "\n"
-            "Replays MoE routing traces through expert-replica planners (TAOT, ECHO,\n"
-            "LLEP, LPLB, none) and measures residual imbalance and weighted\n"
+            "Replays MoE routing traces through expert-replica planners ('taotsim\n"
+            "planners' lists them) and measures residual imbalance and weighted\n"
             "communication cost.\n"
             "\n"
             "Commands:\n");

@@ -13,7 +13,7 @@ cJSON *tsim_planner_result_json(const tsim_session *s, int i)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "planner", p->label);
     cJSON_AddStringToObject(j, "algorithm", p->desc->name);
-    cJSON *opts = tsim_vector_options_json(p->desc->name, s->topo.slots, s->topo.ranks_per_node, &p->opts);
+    cJSON *opts = tsim_vector_options_json(p, s->topo.slots, s->topo.ranks_per_node);
     cJSON_DeleteItemFromObjectCaseSensitive(opts, "slots");
     cJSON_DeleteItemFromObjectCaseSensitive(opts, "ranks_per_node");
     cJSON_AddItemToObject(j, "options", opts);
@@ -36,7 +36,7 @@ cJSON *tsim_session_params_json(const tsim_session *s)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "slots", s->topo.slots);
-    cJSON_AddNumberToObject(j, "lambda_plan", s->n_planners ? s->planners[0].opts.lambda_plan : 3.0);
+    cJSON_AddNumberToObject(j, "lambda_plan", s->n_planners ? s->planners[0].common.lambda_plan : 3.0);
     cJSON_AddNumberToObject(j, "lambda_eval", s->lambda_eval);
     return j;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "merge.h"
 
 /* Records in flight per thread: enough for plan_batch windows and to keep
  * every thread busy, small enough that memory stays flat. */
@@ -202,7 +203,7 @@ static int score_task(tsim_session_jobs *j, jobs_worker *w, jobs_slot *sl, int p
         /* its previous placement per layer would depend on which thread
          * planned the layer's previous record */
         return tsim_error_set(err, TSIM_E_INTERNAL,
-                              "planner '%s' re-homes experts but keeps no per-layer memory (no prime): "
+                              "planner '%s' re-homes experts but declares itself stateless: "
                               "it cannot run with -j above 1",
                               planner->label);
     if ((rc = tsim_previous_placement_update(pp, j->E, sl->rec.layer, plan, previous, s->topo.home, err)))
@@ -615,7 +616,8 @@ int tsim_session_jobs_start(tsim_session_jobs **out, tsim_session *s, int worker
     }
     for (int p = 0; p < j->P; p++) {
         const tsim_planner_desc *d = s->planners[p].desc;
-        j->kind[p] = d->external ? KIND_SERIAL : d->prime ? KIND_LAYER : KIND_FREE;
+        const tsim_planner_memory memory = tsim_planner_memory_of(d);
+        j->kind[p] = memory == TSIM_MEMORY_ALL ? KIND_SERIAL : memory == TSIM_MEMORY_LAYER ? KIND_LAYER : KIND_FREE;
     }
     const int slots = s->topo.slots > 0 ? s->topo.slots : 1;
     int rc = TSIM_OK;

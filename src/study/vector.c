@@ -91,17 +91,24 @@ static int option_text(const cJSON *it, char *buf, size_t n)
     return 0;
 }
 
-static int set_planner_option(tsim_vector *v, const cJSON *opts, const char *key, const char *cli_name,
+/* One option of the vector's planner (or lambda_plan) from its JSON key. A
+ * flag takes true or false; everything else goes through the CLI's parser. */
+static int set_planner_option(const cJSON *opts, const char *key, const tsim_option_spec *spec, void *block,
                               tsim_error *err)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(opts, key);
     if (!it)
         return TSIM_OK;
+    if (spec->type == TSIM_OPTION_CLEAR) {
+        if (!cJSON_IsBool(it))
+            return tsim_error_set(err, TSIM_E_INPUT, "options.%s: expected true or false", key);
+        *(bool *)((char *)block + spec->offset) = cJSON_IsTrue(it);
+        return TSIM_OK;
+    }
     char text[128];
-    bool known;
     if (option_text(it, text, sizeof text) != 0)
         return tsim_error_set(err, TSIM_E_INPUT, "options.%s: expected a number or a string", key);
-    if (tsim_planner_options_set(&v->opts, cli_name, text, &known, err)) {
+    if (tsim_option_apply(spec, block, text, err)) {
         tsim_error_prefix(err, "options.%s", key);
         return TSIM_E_INPUT;
     }
@@ -120,32 +127,23 @@ static int set_int_option(const cJSON *opts, const char *key, int lo, int hi, in
     return tsim_parse_int(text, lo, hi, out, what, err);
 }
 
+/* The vector's options object, read by walking its planner's option table
+ * under the keys JSON results record them with (tsim_option_key). */
 static int apply_options(tsim_vector *v, const cJSON *opts, tsim_error *err)
 {
     int rc;
     if ((rc = set_int_option(opts, "slots", 0, 1024, &v->slots, err)) ||
-        (rc = set_int_option(opts, "ranks_per_node", 1, TSIM_MAX_RANKS, &v->ranks_per_node, err)))
+        (rc = set_int_option(opts, "ranks_per_node", 1, TSIM_MAX_RANKS, &v->ranks_per_node, err)) ||
+        (rc = set_planner_option(opts, "lambda_plan", &tsim_planner_common_options[0], &v->opts.common, err)))
         return rc;
-    /* vector key -> the planner option it stands for */
-    static const char *const keys[][2] = {
-        {"lambda_plan", "lambda-plan"}, {"iters", "taot-iters"},       {"phase3", "taot-phase3"},
-        {"self_bonus", "taot-self-bonus"}, {"auction_rounds", "taot-auction-rounds"}, {"alpha", "llep-alpha"},
-        {"min_chunk", "llep-min-chunk"}, {"threshold", "llep-threshold"}, {"graph", "lplb-graph"},
-        {"solver", "lplb-solver"},     {"rehome", "lplb-rehome"},     {"groups", "eplb-groups"},
-        {"interval", "eplb-interval"},
-    };
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-        if ((rc = set_planner_option(v, opts, keys[k][0], keys[k][1], err)))
+    const tsim_planner_desc *d = tsim_planner_find(v->planner);
+    void *block = d ? tsim_planner_options_own(&v->opts, d) : NULL;
+    for (const tsim_option_spec *o = block ? d->options : NULL; o && o->name; o++) {
+        char key[64];
+        tsim_option_key(d->name, o, key, sizeof key);
+        if ((rc = set_planner_option(opts, key, o, block, err)))
             return rc;
-    /* "history" belongs to the vector's planner: eplb's or lplb's. */
-    const bool eplb = strcmp(v->planner, "eplb") == 0;
-    if ((rc = set_planner_option(v, opts, "history", eplb ? "eplb-history" : "lplb-history", err)))
-        return rc;
-    const cJSON *it;
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "flow_hint")) && cJSON_IsBool(it))
-        v->opts.taot.flow_hint = cJSON_IsTrue(it);
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "comm_cost")) && cJSON_IsBool(it))
-        v->opts.taot.comm_cost = cJSON_IsTrue(it);
+    }
     return TSIM_OK;
 }
 
@@ -314,37 +312,39 @@ void tsim_vector_free(tsim_vector *v)
     memset(v, 0, sizeof *v);
 }
 
-cJSON *tsim_vector_options_json(const char *planner, int slots, int ranks_per_node, const tsim_planner_options *o)
+static void add_option(const tsim_option_value *v, void *json)
+{
+    if (v->spec->record_if_set && v->is_default)
+        return;
+    switch (v->spec->type) {
+    case TSIM_OPTION_DOUBLE:
+        cJSON_AddNumberToObject(json, v->key, *(const double *)v->value);
+        break;
+    case TSIM_OPTION_INT:
+        cJSON_AddNumberToObject(json, v->key, *(const int *)v->value);
+        break;
+    case TSIM_OPTION_INT64:
+        cJSON_AddNumberToObject(json, v->key, (double)*(const int64_t *)v->value);
+        break;
+    case TSIM_OPTION_CLEAR:
+        cJSON_AddBoolToObject(json, v->key, *(const bool *)v->value);
+        break;
+    case TSIM_OPTION_CHOICE:
+    case TSIM_OPTION_STRING: {
+        char text[128];
+        tsim_option_value_text(v, text, sizeof text);
+        cJSON_AddStringToObject(json, v->key, text);
+        break;
+    }
+    }
+}
+
+cJSON *tsim_vector_options_json(const tsim_planner *p, int slots, int ranks_per_node)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "slots", slots);
     cJSON_AddNumberToObject(j, "ranks_per_node", ranks_per_node);
-    if (strcmp(planner, "taot") == 0) {
-        cJSON_AddNumberToObject(j, "lambda_plan", o->lambda_plan);
-        cJSON_AddNumberToObject(j, "iters", o->taot.iters);
-        cJSON_AddStringToObject(j, "phase3", o->taot.phase3 == TSIM_TAOT_SPLIT ? "split" : "auction");
-        cJSON_AddBoolToObject(j, "flow_hint", o->taot.flow_hint);
-        cJSON_AddBoolToObject(j, "comm_cost", o->taot.comm_cost);
-        cJSON_AddNumberToObject(j, "self_bonus", o->taot.self_bonus);
-        cJSON_AddNumberToObject(j, "auction_rounds", o->taot.auction_rounds);
-    } else if (strcmp(planner, "llep") == 0) {
-        cJSON_AddNumberToObject(j, "alpha", o->llep.alpha);
-        cJSON_AddNumberToObject(j, "min_chunk", (double)o->llep.min_chunk);
-        cJSON_AddNumberToObject(j, "threshold", o->llep.threshold);
-    } else if (strcmp(planner, "lplb") == 0) {
-        static const char *const solvers[] = {"ipm", "exact"};
-        static const char *const hist[] = {"prev", "none", "oracle"};
-        cJSON_AddStringToObject(j, "graph", o->lplb.graph);
-        cJSON_AddStringToObject(j, "solver", solvers[o->lplb.solver]);
-        cJSON_AddStringToObject(j, "history", hist[o->lplb.history]);
-        if (o->lplb.rehome == TSIM_LPLB_REHOME_EPLB) /* absent by default: older outputs unchanged */
-            cJSON_AddStringToObject(j, "rehome", "eplb");
-    } else if (strcmp(planner, "eplb") == 0) {
-        static const char *const hist[] = {"prev", "oracle", "none"};
-        cJSON_AddNumberToObject(j, "groups", o->eplb.groups);
-        cJSON_AddStringToObject(j, "history", hist[o->eplb.history]);
-        cJSON_AddNumberToObject(j, "interval", o->eplb.interval);
-    }
+    tsim_planner_options_each(p, add_option, j);
     return j;
 }
 

@@ -13,6 +13,7 @@
 #include "evaluate.h"
 #include "plan.h"
 #include "planner.h"
+#include "registry.h"
 #include "record.h"
 #include "session.h"
 #include "topology.h"
@@ -51,9 +52,9 @@ void tsim_vector_free(tsim_vector *v);
  * and the session's previous placement for the rehomed counts. */
 int tsim_vector_run(tsim_session *s, const tsim_vector *v, tsim_error *err);
 
-/* The vector's options object for a planner with these settings. */
-struct cJSON *tsim_vector_options_json(const char *planner, int slots, int ranks_per_node,
-                                       const tsim_planner_options *o);
+/* The options object of configured planner p (JSON results, partials,
+ * --dump-plans): slots, ranks_per_node, then every option its table lists. */
+struct cJSON *tsim_vector_options_json(const tsim_planner *p, int slots, int ranks_per_node);
 
 /* One plan as a vector object: name, source "taotsim", planner, options,
  * counts, and "got" {replicas, alloc, loads_after, rho_before, rho_after, intra,
