@@ -476,7 +476,7 @@ static const tsim_option_spec lplb_options[] = {
     {.name = "lplb-graph", .type = TSIM_OPTION_STRING, .offset = offsetof(tsim_lplb_options, graph), .size = TSIM_LPLB_GRAPH_MAX, .arg = "G", .def = "auto", .help = "auto|cube8|hypercube16|ring8|torus:MxN"},
     {.name = "lplb-solver", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_lplb_options, solver), .choices = "ipm|exact", .arg = "ipm|exact", .def = "ipm", .help = "LPLB LP solver"},
     {.name = "lplb-history", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_lplb_options, history), .choices = "prev|none|oracle", .arg = "prev|none|oracle", .def = "prev", .help = "LPLB replicated-expert choice"},
-    {.name = "lplb-rehome", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_lplb_options, rehome), .choices = "none|eplb", .arg = "none|eplb", .def = "none", .help = "LPLB: re-home experts with EPLB before replicating", .record_if_set = true},
+    {.name = "lplb-rehome", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_lplb_options, rehome), .choices = "none|eplb", .arg = "none|eplb", .def = "none", .help = "LPLB: re-home experts with EPLB before replicating"},
     {0},
 };
 

@@ -307,6 +307,8 @@ static const broken_case broken_cases[] = {
     {"huge-line", false, "planner 'b', record 0: an answer line longer than"},
     {"error-answer", false, "planner 'b', record 0: the planner answered with an error: out of memory on the "
                             "planner's GPU"},
+    {"error-number", false, "planner 'b', record 0: the planner answered with an \"error\" that is not a string: 5"},
+    {"setsid-child-hang", false, "planner 'b', record 0: no answer within 1 s (--exec-timeout)"},
     {"stdout-before-handshake", true, "planner 'b': handshake: expected {\"ok\":true,...} as the first line of the "
                                       "planner's standard output, got 'hello from the planner'"},
     {"decline", true, "planner 'b': declined: this planner needs at least 8 ranks"},
@@ -474,6 +476,49 @@ Test(exec, a_signal_takes_the_planners_along, .timeout = 60)
 
 /* ---- the examples against each other ------------------------------------------------ */
 
+/* The end of a run (issue 20 items 16, 17): a planner that exits non-zero
+ * or writes after its last answer fails the run when the command ends its
+ * planners, before it writes anything; one that leaves a daemon holding its
+ * pipes ends at once, daemon killed. */
+Test(exec, a_bad_end_fails_the_run, .init = setup, .fini = teardown, .timeout = 60)
+{
+    static const struct {
+        const char *mode, *expect;
+    } ends[] = {
+        {"exit-status", "planner 'b': it exited with status 4 after its last answer"},
+        {"late-answer", "planner 'b': it wrote after its last answer, when its standard input had closed: "
+                        "'{\"id\":5,\"replicas\":[[0,0,0]],\"alloc\":[]}'"},
+        {"setsid-child", NULL},
+    };
+    trace_records t;
+    trace_load(&t, "tiny-4rank.json");
+    tsim_error err = {0};
+    cr_assert_eq(tsim_external_set_timeout("30", &err), TSIM_OK);
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        char spec[4096], pidfile[256];
+        broken_spec(spec, sizeof spec, ends[i].mode, pidfile, sizeof pidfile);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        run_result r = run_specs(spec, &t, true);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        cr_assert_eq(r.rc, TSIM_OK, "%s: %s", ends[i].mode, r.msg);
+        cr_assert_lt(t1.tv_sec - t0.tv_sec, 10, "%s: the end waited for --exec-timeout", ends[i].mode);
+        int rc = tsim_external_finish(&err);
+        if (ends[i].expect) {
+            cr_assert_eq(rc, TSIM_E_INPUT, "%s", ends[i].mode);
+            cr_assert(strstr(err.msg, ends[i].expect) != NULL, "%s: '%s' lacks '%s'", ends[i].mode, err.msg,
+                      ends[i].expect);
+        } else {
+            cr_assert_eq(rc, TSIM_OK, "%s: %s", ends[i].mode, err.msg);
+        }
+        cr_assert_eq(tsim_external_finish(&err), TSIM_OK, "reported once");
+        assert_no_process_left(pidfile);
+        unlink(pidfile);
+        run_free(&r);
+    }
+    trace_free(&t);
+}
+
 static const char *const bundled[] = {
     "tiny-4rank.json",     "ep16-imb10.jsonl.gz", "ep16-imb20.jsonl.gz", "ep16-imb30.jsonl.gz",
     "ep16-imb50.jsonl.gz", "ep16-imb70.jsonl.gz", "ep32-imb10.jsonl.gz", "ep32-imb20.jsonl.gz",
@@ -574,6 +619,12 @@ static const plugin_case plugin_cases[] = {
     {"libbad_invalid.so", "plan", "planner 'b', record 0 (microbatch 0, layer 0): invalid plan: replica 0 puts "
                                   "expert 0 on its home rank 0"},
     {"libbad_overfull.so", "plan", "planner 'b', record 0: plugin 'bad' returned 9 replicas, capacity 8"},
+    /* sizes and buffers are taotsim's: overwriting them is refused, never trusted */
+    {"libbad_ranks.so", "plan", "planner 'b', record 0: plugin 'bad' changed the plan's 'ranks', which only taotsim "
+                                "sets"},
+    {"libbad_capacity.so", "plan", "planner 'b', record 0: plugin 'bad' changed the plan's 'capacity'"},
+    {"libbad_replicas.so", "plan", "planner 'b', record 0: plugin 'bad' changed the plan's 'replicas'"},
+    {"libbad_huge_batch.so", "load", "'bad' asks for batches of 2147483647 records; at most 4096"},
 };
 
 Test(plugin, every_broken_plugin_is_refused_clearly, .init = setup, .fini = teardown)
@@ -640,4 +691,34 @@ Test(registry, a_test_only_planner_is_registered_like_a_built_in)
     cr_assert(listed);
     cr_assert(tsim_planner_find("taot"), "the built-ins stay");
     cr_assert(!d->external);
+}
+
+/* ---- temporary outputs ---------------------------------------------------------- */
+
+#include "outfile.h"
+
+/* The signal handler's list of temporaries has no limit: every one of 100
+ * open outputs is removed (there were 64 places, the 65th was dropped). */
+Test(outfile, every_pending_temporary_is_removed)
+{
+    char dir[] = "/tmp/tsim-outfile-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    enum { N = 100 };
+    static tsim_outfile files[N];
+    for (int i = 0; i < N; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/out%d.md", dir, i);
+        tsim_error err = {0};
+        cr_assert_eq(tsim_outfile_open(&files[i], path, &err), TSIM_OK, "%d: %s", i, err.msg);
+        cr_assert_eq(access(files[i].tmp_path, F_OK), 0);
+    }
+    tsim_outfile_unlink_pending();
+    for (int i = 0; i < N; i++) {
+        cr_assert_neq(access(files[i].tmp_path, F_OK), 0, "%s is left", files[i].tmp_path);
+        tsim_outfile_abort(&files[i]);
+    }
+    tsim_error err = {0};
+    cr_assert_eq(tsim_outfile_check_writable("", &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "empty file name (give a path, or - for standard output)");
+    cr_assert_eq(rmdir(dir), 0, "the directory is empty");
 }

@@ -252,6 +252,9 @@ Test(import, npy_reads_in_chunks_and_skips_zero_records)
     cr_assert_eq(k, T * L, "%s", err.msg);
     cr_assert_eq(tsim_reader_skipped_zero(r), 4);
     cr_assert_str_eq(tsim_reader_take_warning(r),
+                     "big.npy: the trace does not record the ranks per node: assuming 8 (ep 1 is one node, so no "
+                     "token crosses nodes); give --rpn N");
+    cr_assert_str_eq(tsim_reader_take_warning(r),
                      "big.npy: skipped 4 all-zero records (unused rows of a ring buffer, or layers that routed "
                      "nothing)");
     int64_t done, total;
@@ -499,6 +502,43 @@ Test(import, safetensors_bad_inputs)
                  "CR and LF are)");
 }
 
+/* A header of n zero-length tensors "t000000".. and "counts" [1,4] last;
+ * with dup, the last zero-length tensor repeats the first one's name. */
+static void many_tensors(const char *name, int n, bool dup)
+{
+    size_t cap = (size_t)n * 64 + 128, len = 0;
+    char *h = malloc(cap);
+    cr_assert_not_null(h);
+    h[len++] = '{';
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(h + len, cap - len, "\"t%06d\":" ENTRY("I32", "[0]", 0, 0) ",",
+                                dup && i == n - 1 ? 0 : i);
+    snprintf(h + len, cap - len, "\"counts\":" ENTRY("I32", "[1,4]", 0, 16) "}");
+    const int32_t data[4] = {1, 2, 3, 4};
+    st_file(name, h, data, sizeof data);
+    free(h);
+}
+
+/* 80,000 names: comparing every pair (3.2e9 string compares) took minutes;
+ * sorted, this takes well under a second even in a debug build. */
+Test(import, safetensors_many_tensors_are_checked_in_n_log_n)
+{
+    many_tensors("many.safetensors", 80000, false);
+    int64_t records = 0;
+    int64_t *all = NULL;
+    size_t cells = 0;
+    tsim_error err;
+    const tsim_read_options ep1 = {.ep = 1};
+    cr_assert_eq(read_all("many.safetensors", &ep1, &records, &all, &cells, &err), 0, "%s", err.msg);
+    const int64_t want[4] = {1, 2, 3, 4};
+    cr_assert_eq(records, 1);
+    cr_assert_eq(cells, 4);
+    cr_assert_arr_eq(all, want, sizeof want);
+    free(all);
+    many_tensors("dup.safetensors", 80000, true);
+    expect_error("dup.safetensors", &ep2, "dup.safetensors: header: \"t000000\" appears twice");
+}
+
 /* ---- Megatron router traces ----------------------------------------------- */
 
 static void rank_file(const char *dir, int rank, const char *text)
@@ -518,12 +558,12 @@ Test(import, megatron_counts_per_source_rank)
     /* two ranks; step 0 runs layer 0 twice (two microbatches), step 1 once */
     rank_file("m", 0,
               CALL(0, 0, 0, "[[0, 1], [1, 2]]") CALL(0, 0, 0, "[[3, 1]]") "\n"
-              "{\"step\": 0, \"block\": \"mtp\", \"mtp_idx\": 0, \"layer\": 0, \"rank\": 0, \"top_indices\": [[9, 9]]}\n"
-              CALL(1, 0, 0, "[[0, 0]]"));
+              "{\"step\": 0, \"block\": \"mtp\", \"mtp_idx\": 0, \"layer\": 0, \"rank\": 0, \"top_indices\": [[9, 8]]}\n"
+              CALL(1, 0, 0, "[[0, 3]]"));
     rank_file("m", 1,
               CALL(0, 0, 1, "[[2, 3]]") CALL(0, 0, 1, "[[0, 1], [0, 2], [5, 1]]")
               "{\"step\": 0, \"block\": \"mtp\", \"mtp_idx\": 0, \"layer\": 0, \"rank\": 1, \"top_indices\": [[1, 0]]}\n"
-              CALL(1, 0, 1, "[[4, 4]]"));
+              CALL(1, 0, 1, "[[4, 2]]"));
     tsim_reader *r;
     tsim_error err;
     cr_assert_eq(tsim_reader_open(&r, "m", NULL, &err), 0, "%s", err.msg);
@@ -535,7 +575,7 @@ Test(import, megatron_counts_per_source_rank)
     cr_assert_str_eq(cJSON_GetObjectItem(h->meta, "block")->valuestring, "decoder");
     static const int64_t want[3][12] = {{1, 2, 1, 0, 0, 0, 0, 0, 1, 1, 0, 0},
                                         {0, 1, 0, 1, 0, 0, 2, 2, 1, 0, 0, 1},
-                                        {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0}};
+                                        {1, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1, 0}};
     static const int64_t mb[3] = {0, 1, 2};
     const tsim_record *rec;
     for (int i = 0; i < 3; i++) {
@@ -556,7 +596,7 @@ Test(import, megatron_counts_per_source_rank)
     cr_assert_eq(tsim_reader_header(r)->experts, 10);
     cr_assert(tsim_reader_rebucketed(r));
     cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s", err.msg);
-    static const int64_t mtp_want[10] = {1, 1, 0, 0, 0, 0, 0, 0, 0, 2};
+    static const int64_t mtp_want[10] = {1, 1, 0, 0, 0, 0, 0, 0, 1, 1};
     cr_assert_arr_eq(rec->counts, mtp_want, sizeof mtp_want);
     cr_assert_eq(tsim_reader_next(r, &rec, &err), 0, "%s", err.msg);
     tsim_reader_close(r);
@@ -598,6 +638,9 @@ Test(import, megatron_warnings)
                      "is read)");
     cr_assert_str_eq(tsim_reader_take_warning(r),
                      "w/router_trace_rank0.jsonl:2: unknown key \"extra\" in a router call ignored");
+    cr_assert_str_eq(tsim_reader_take_warning(r),
+                     "w: the trace does not record the ranks per node: assuming 8 (ep 1 is one node, so no token "
+                     "crosses nodes); give --rpn N");
     /* the second pass says nothing new */
     const tsim_record *rec;
     cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s", err.msg);
@@ -688,6 +731,120 @@ Test(import, megatron_bad_inputs)
     megatron_error("y", C(0, 0, "[[0]]"), NULL, &badblock, "--block: expected decoder or mtp, got 'encoder'");
     megatron_error("z", "{\"step\":0,\"layer\":0,\"top_indices\":[]}\n", NULL, &none,
                    "z: the router calls hold no expert ids, so the number of experts is unknown: give --experts N");
+}
+
+/* Issue 20: rank01 beside rank0 was skipped silently (read as EP 1); a
+ * token picking one expert twice was counted twice; topk 2 on rank 0 and 3
+ * on rank 1 in the same call was accepted. */
+Test(import, megatron_rank_names_distinct_ids_and_one_topk)
+{
+    rank_file("a", 0, C(0, 0, "[[0, 1]]"));
+    write_text("a/router_trace_rank01.jsonl", C(0, 0, "[[2, 3]]"));
+    expect_error("a", &none,
+                 "a: router_trace_rank01.jsonl: a rank file name with leading zeros (Megatron writes "
+                 "router_trace_rank{N}.jsonl, N without them): rename it");
+
+    rank_file("b", 0, C(0, 0, "[[0, 1]]"));
+    write_text("b/router_trace_rank1.jsonl.bak", C(0, 0, "[[2, 3]]"));
+    tsim_reader *r;
+    tsim_error err;
+    const tsim_read_options rpn8 = {.ranks_per_node = 8};
+    cr_assert_eq(tsim_reader_open(&r, "b", &rpn8, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_reader_header(r)->ep, 1);
+    cr_assert_str_eq(tsim_reader_take_warning(r),
+                     "b: router_trace_rank1.jsonl.bak skipped: not a rank file name (router_trace_rank{N}.jsonl or "
+                     ".jsonl.gz)");
+    cr_assert_null(tsim_reader_take_warning(r));
+    tsim_reader_close(r);
+
+    /* several: the first in byte order, whatever order the directory lists them in */
+    rank_file("h", 0, C(0, 0, "[[0, 1]]"));
+    write_text("h/router_trace_rank02.jsonl", C(0, 0, "[[2, 3]]"));
+    write_text("h/router_trace_rank01.jsonl", C(0, 0, "[[2, 3]]"));
+    write_text("h/router_trace_rank3.jsonl.old", "");
+    write_text("h/router_trace_rank1.jsonl.bak", "");
+    expect_error("h", &none,
+                 "h: router_trace_rank01.jsonl and others: a rank file name with leading zeros (Megatron writes "
+                 "router_trace_rank{N}.jsonl, N without them): rename it");
+    unlink("h/router_trace_rank01.jsonl");
+    unlink("h/router_trace_rank02.jsonl");
+    cr_assert_eq(tsim_reader_open(&r, "h", &rpn8, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(tsim_reader_take_warning(r),
+                     "h: router_trace_rank1.jsonl.bak and others like it skipped: not a rank file name "
+                     "(router_trace_rank{N}.jsonl or .jsonl.gz)");
+    tsim_reader_close(r);
+
+    megatron_error("c", C(0, 0, "[[0, 1], [1, 1], [2, 2]]"), NULL, &none,
+                   "c/router_trace_rank0.jsonl:1:48: \"top_indices\" row 1: expert id 1 appears twice (a token picks "
+                   "topk distinct experts)");
+    tsim_read_options e4 = {.experts = 4};
+    megatron_error("d", C(0, 0, "[[0, 1]]") C(0, 1, "[[0, 1]]"), C(0, 0, "[[2, 3]]") C(0, 1, "[[3, 2, 3]]"), &e4,
+                   "d/router_trace_rank1.jsonl:2:43: \"top_indices\" row 0: expert id 3 appears twice (a token picks "
+                   "topk distinct experts)");
+    megatron_error("e", C(0, 0, "[[0, 1]]"), C(0, 0, "[[2, 3, 1]]"), &none,
+                   "e/router_trace_rank1.jsonl:1: tokens pick 3 experts, but in the same call on rank 0 "
+                   "(e/router_trace_rank0.jsonl:1) they pick 2: every rank uses the same topk");
+    megatron_error("f", C(0, 0, "[[0, 1]]") C(0, 1, "[]") C(1, 0, "[[0, 1, 2]]"),
+                   C(0, 0, "[[2, 3]]") C(0, 1, "[]") C(1, 0, "[[1, 2, 3]]"), &none,
+                   "f/router_trace_rank0.jsonl:3: tokens pick 3 experts, but at f/router_trace_rank0.jsonl:1 they "
+                   "pick 2: every router call uses the same topk");
+    /* an empty call says nothing about topk; the MTP block may differ */
+    rank_file("g", 0, C(0, 0, "[]") C(0, 0, "[[0, 1]]")
+              "{\"step\":0,\"block\":\"mtp\",\"layer\":0,\"top_indices\":[[0, 0, 1]]}\n");
+    rank_file("g", 1, C(0, 0, "[]") C(0, 0, "[[2, 3]]")
+              "{\"step\":0,\"block\":\"mtp\",\"layer\":0,\"top_indices\":[[2]]}\n");
+    int64_t records = 0;
+    cr_assert_eq(read_all("g", &none, &records, NULL, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(records, 2, "%lld records", (long long)records);
+}
+
+/* The import formats record no ranks per node: without --rpn, one warning
+ * names the assumed 8 and what it makes of the EP size; --rpn silences it. */
+Test(import, imports_warn_about_the_assumed_ranks_per_node)
+{
+    int32_t data[32];
+    for (int i = 0; i < 32; i++)
+        data[i] = i + 1;
+    npy_file("a.npy", 1, "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 16), }", data, sizeof data);
+    st_file("a.safetensors", "{\"counts\":" ENTRY("I32", "[2,16]", 0, 128) "}", data, sizeof data);
+    write_text("a.csv", "dataset,iteration,layer_idx,0,1,2,3\nd,0,0,1,2,3,4\n");
+    rank_file("m", 0, C(0, 0, "[[0, 1]]"));
+    static const struct {
+        const char *path;
+        int ep;
+        const char *shape;
+    } cases[] = {{"a.npy", 16, "ep 16 is 2 nodes"},
+                 {"a.npy", 4, "ep 4 is one node, so no token crosses nodes"},
+                 {"a.safetensors", 8, "ep 8 is one node, so no token crosses nodes"},
+                 {"a.safetensors", 16, "ep 16 is 2 nodes"},
+                 {"a.csv", 2, "ep 2 is one node, so no token crosses nodes"},
+                 {"m", 0, "ep 1 is one node, so no token crosses nodes"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tsim_read_options o = {.ep = cases[i].ep};
+        tsim_reader *r;
+        tsim_error err;
+        cr_assert_eq(tsim_reader_open(&r, cases[i].path, &o, &err), 0, "%s", err.msg);
+        char want[256];
+        snprintf(want, sizeof want,
+                 "%s: the trace does not record the ranks per node: assuming 8 (%s); give --rpn N", cases[i].path,
+                 cases[i].shape);
+        cr_assert_str_eq(tsim_reader_take_warning(r), want);
+        cr_assert_null(tsim_reader_take_warning(r));
+        tsim_reader_close(r);
+        o.ranks_per_node = 4;
+        cr_assert_eq(tsim_reader_open(&r, cases[i].path, &o, &err), 0, "%s", err.msg);
+        cr_assert_null(tsim_reader_take_warning(r), "%s with --rpn", cases[i].path);
+        cr_assert_eq(tsim_reader_header(r)->ranks_per_node, 4);
+        tsim_reader_close(r);
+    }
+    /* JSON traces record it (8 when absent, as their format says): no warning */
+    write_text("t.jsonl", "{\"format\":\"moe-routing-trace\",\"version\":1,\"experts\":4,\"ep\":2}\n"
+                          "{\"microbatch\":0,\"layer\":0,\"expert_counts\":[1,2,3,4]}\n");
+    tsim_reader *r;
+    tsim_error err;
+    cr_assert_eq(tsim_reader_open(&r, "t.jsonl", NULL, &err), 0, "%s", err.msg);
+    cr_assert_null(tsim_reader_take_warning(r));
+    tsim_reader_close(r);
 }
 
 /* ---- the numpy-written inputs against their references -------------------- */

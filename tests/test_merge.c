@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fit.h"
 #include "grid.h"
 #include "merge.h"
 #include "random_records.h"
@@ -429,8 +430,13 @@ static cJSON *run_shard(const replay_case *c, tsim_shard shard, bool values, cha
     cr_assert_eq(tsim_session_jobs_finish(j, &err), TSIM_OK, "%s", err.msg);
     tsim_session_jobs_free(j);
     tsim_trace_header h = {.experts = 64, .ep = 16, .ranks_per_node = 8};
+    tsim_trace_digest digest;
+    tsim_trace_digest_init(&digest);
+    for (int i = 0; i < N_REC; i++)
+        tsim_trace_digest_add(&digest, &c->recs[i]);
     tsim_replay_partial_info info = {.shard = shard, .argv = argv, .argc = argc, .trace_path = "case.jsonl",
-                                     .header = &h, .records = N_REC, .values = values};
+                                     .header = &h, .records = N_REC, .digest = digest, .bytes = 4096,
+                                     .values = values};
     cJSON *json = tsim_replay_partial_json(&s, &info, &err);
     cr_assert_not_null(json, "%s", err.msg);
     tsim_session_free(&s);
@@ -574,5 +580,273 @@ Test(partials, missing_overlapping_and_foreign_shards_are_refused, .timeout = 12
 
     for (int i = 0; i < 4; i++)
         unlink(p[i]);
+    case_free(&c);
+}
+
+/* ---- issue 20: which trace, strict and bounded reading, damaged parts ----------- */
+
+static void copy_record(tsim_record *dst, const tsim_record *src)
+{
+    tsim_error err = {0};
+    cr_assert_eq(tsim_record_alloc(dst, src->ranks, src->experts, &err), TSIM_OK);
+    int64_t *counts = dst->counts;
+    *dst = *src;
+    dst->counts = counts;
+    memcpy(counts, src->counts, sizeof *counts * (size_t)src->ranks * (size_t)src->experts);
+}
+
+static uint64_t digest_of(const tsim_record *recs, int n)
+{
+    tsim_trace_digest d;
+    tsim_trace_digest_init(&d);
+    for (int i = 0; i < n; i++)
+        tsim_trace_digest_add(&d, &recs[i]);
+    cr_assert_eq(d.records, n);
+    return d.hash;
+}
+
+Test(trace_digest, any_change_of_a_record_changes_it)
+{
+    replay_case c;
+    case_make(&c, 3);
+    tsim_record r[2];
+    copy_record(&r[0], &c.recs[0]);
+    copy_record(&r[1], &c.recs[1]);
+    const uint64_t base = digest_of(r, 2);
+    cr_assert_eq(digest_of(r, 2), base, "deterministic");
+    cr_assert_neq(digest_of(r, 1), base, "one record fewer");
+    int64_t *k = r[1].counts;
+    k[5]++;
+    cr_assert_neq(digest_of(r, 2), base, "one count");
+    k[5]--;
+    r[1].layer++;
+    cr_assert_neq(digest_of(r, 2), base, "layer");
+    r[1].layer--;
+    snprintf(r[0].tag, sizeof r[0].tag, "x");
+    cr_assert_neq(digest_of(r, 2), base, "tag");
+    r[0].tag[0] = '\0';
+    cr_assert_eq(digest_of(r, 2), base);
+    tsim_record swapped[2] = {r[1], r[0]};
+    cr_assert_neq(digest_of(swapped, 2), base, "order");
+    tsim_record_free(&r[0]);
+    tsim_record_free(&r[1]);
+    case_free(&c);
+}
+
+Test(partials, shards_of_another_trace_with_the_same_header_are_refused, .timeout = 120)
+{
+    replay_case c, other;
+    case_make(&c, 21);
+    case_make(&other, 21);
+    /* the same header, path, size and records but one count moved */
+    other.recs[100].counts[3]++;
+    other.recs[100].counts[4]--;
+    char *argv[] = {"replay", "case.jsonl"};
+    const char *p[2];
+    cJSON *j = run_shard(&c, (tsim_shard){0, 2}, true, argv, 2);
+    p[0] = write_partial(j, 0);
+    cJSON_Delete(j);
+    j = run_shard(&other, (tsim_shard){1, 2}, true, argv, 2);
+    p[1] = write_partial(j, 1);
+    cJSON_Delete(j);
+    tsim_session s;
+    tsim_error err = {0};
+    cr_assert_eq(merge_files(&c, p, 2, &s, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "different traces") && strstr(err.msg, p[0]) && strstr(err.msg, p[1]), "%s",
+              err.msg);
+    /* both shards of one trace still merge */
+    j = run_shard(&c, (tsim_shard){1, 2}, true, argv, 2);
+    p[1] = write_partial(j, 1);
+    cJSON_Delete(j);
+    cr_assert_eq(merge_files(&c, p, 2, &s, &err), TSIM_OK, "%s", err.msg);
+    tsim_session_free(&s);
+    for (int i = 0; i < 2; i++)
+        unlink(p[i]);
+    case_free(&c);
+    case_free(&other);
+}
+
+static void append_bytes(const char *path, const char *bytes, size_t n)
+{
+    FILE *f = fopen(path, "ab");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+}
+
+Test(partials, nul_or_garbage_after_the_json_is_refused, .timeout = 120)
+{
+    replay_case c;
+    case_make(&c, 23);
+    char *argv[] = {"replay", "case.jsonl"};
+    static const struct {
+        const char *bytes;
+        size_t n;
+        const char *want;
+    } tails[] = {{"\0{\"x\": 1}", 9, "NUL byte"}, {"\n{}", 3, "malformed JSON"}, {"\x01", 1, "0x01"}};
+    for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++) {
+        cJSON *j = run_shard(&c, (tsim_shard){0, 1}, true, argv, 2);
+        const char *path = write_partial(j, 0);
+        cJSON_Delete(j);
+        tsim_partial part;
+        tsim_error err = {0};
+        cr_assert_eq(tsim_partial_load(&part, path, &err), TSIM_OK, "%s", err.msg);
+        tsim_partial_free(&part);
+        append_bytes(path, tails[t].bytes, tails[t].n);
+        cr_assert_eq(tsim_partial_load(&part, path, &err), TSIM_E_INPUT, "tail %zu accepted", t);
+        cr_assert(strstr(err.msg, path) && strstr(err.msg, tails[t].want), "%s", err.msg);
+        unlink(path);
+    }
+    case_free(&c);
+}
+
+Test(partials, a_partial_longer_than_a_json_trace_is_refused)
+{
+    tsim_partial part;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_partial_load(&part, "/dev/zero", &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "/dev/zero") && strstr(err.msg, "at most 256 MiB"), "%s", err.msg);
+}
+
+Test(regime, nul_and_garbage_after_a_valid_regime_are_refused)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/tsim-test-regime-%d.json", (int)getpid());
+    tsim_regime r;
+    tsim_error err = {0};
+    const char *root = getenv("TSIM_SOURCE_ROOT");
+    cr_assert_not_null(root, "meson test sets TSIM_SOURCE_ROOT");
+    char src[4200];
+    snprintf(src, sizeof src, "%s/traces/regime-paper.json", root);
+    FILE *in = fopen(src, "rb");
+    cr_assert_not_null(in, "%s", src);
+    char text[8192];
+    size_t n = fread(text, 1, sizeof text, in);
+    fclose(in);
+    static const struct {
+        const char *bytes;
+        size_t n;
+        const char *want;
+    } tails[] = {{"", 0, NULL}, {"\0garbage", 8, "NUL byte"}, {"}", 1, "malformed JSON"}};
+    for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++) {
+        FILE *f = fopen(path, "wb");
+        cr_assert_not_null(f);
+        cr_assert_eq(fwrite(text, 1, n, f), n);
+        fclose(f);
+        append_bytes(path, tails[t].bytes, tails[t].n);
+        int rc = tsim_regime_load(path, ".", &r, &err);
+        if (!tails[t].want) {
+            cr_assert_eq(rc, TSIM_OK, "%s", err.msg);
+            continue;
+        }
+        cr_assert_eq(rc, TSIM_E_INPUT, "tail %zu accepted", t);
+        cr_assert(strstr(err.msg, path) && strstr(err.msg, tails[t].want), "%s", err.msg);
+    }
+    unlink(path);
+}
+
+/* The fields of a part in a fixed order (objects' members, the first two items
+ * of each array), with their parents. */
+typedef struct {
+    cJSON *parent[2048], *node[2048];
+    int n;
+} field_list;
+
+static void collect_fields(cJSON *parent, field_list *out)
+{
+    int i = 0;
+    cJSON *x;
+    cJSON_ArrayForEach(x, parent)
+    {
+        if (cJSON_IsArray(parent) && i++ >= 2)
+            break;
+        if (out->n < 2048) {
+            out->parent[out->n] = parent;
+            out->node[out->n++] = x;
+        }
+        collect_fields(x, out);
+    }
+}
+
+static cJSON *wrong_value(int variant)
+{
+    switch (variant) {
+    case 0: return cJSON_CreateString("x");
+    case 1: return cJSON_CreateNumber(-1);
+    case 2: return cJSON_CreateRaw("1e300");
+    default: return cJSON_CreateObject();
+    }
+}
+
+/* A merge of two parts, one damaged: refused with a message (exit 2), or
+ * merged where the field is never read; never a crash or an internal error. */
+static void assert_clean(const replay_case *c, const char *const *paths, const char *what)
+{
+    tsim_session s;
+    tsim_error err = {0};
+    int rc = merge_files(c, paths, 2, &s, &err);
+    cr_assert(rc == TSIM_OK || (rc == TSIM_E_INPUT && err.msg[0]), "%s: status %d: %s", what, rc, err.msg);
+    if (rc == TSIM_OK)
+        tsim_session_free(&s);
+}
+
+static void damage_each_field(const replay_case *c, bool values)
+{
+    char *argv[] = {"replay", "case.jsonl"};
+    cJSON *good[2];
+    for (int i = 0; i < 2; i++)
+        good[i] = run_shard(c, (tsim_shard){i, 2}, values, argv, 2);
+    field_list fields = {.n = 0};
+    cJSON *probe = cJSON_Duplicate(good[1], 1);
+    collect_fields(probe, &fields);
+    const int n_fields = fields.n;
+    cJSON_Delete(probe);
+    for (int k = 0; k < n_fields; k++)
+        for (int variant = k % 2; variant < 4; variant += 2) {
+            const int bad = (k / 2 + variant) % 2; /* the first part (read for the setup) and the second */
+            cJSON *copy = cJSON_Duplicate(good[bad], 1);
+            field_list f = {.n = 0};
+            collect_fields(copy, &f);
+            cr_assert(cJSON_ReplaceItemViaPointer(f.parent[k], f.node[k], wrong_value(variant)));
+            const char *paths[2];
+            paths[bad] = write_partial(copy, bad);
+            paths[1 - bad] = write_partial(good[1 - bad], 1 - bad);
+            char what[96];
+            snprintf(what, sizeof what, "%s field %d variant %d of part %d", values ? "values" : "sketch", k,
+                     variant, bad);
+            assert_clean(c, paths, what);
+            cJSON_Delete(copy);
+        }
+    /* cut short at every 97th byte */
+    char *text = cJSON_Print(good[1]);
+    const size_t len = strlen(text);
+    const char *paths[2] = {write_partial(good[0], 0), NULL};
+    for (size_t cut = 0; cut < len; cut += 97) {
+        char path[64];
+        snprintf(path, sizeof path, "/tmp/tsim-test-merge-%d-cut.json", (int)getpid());
+        FILE *f = fopen(path, "wb");
+        cr_assert_not_null(f);
+        fwrite(text, 1, cut, f);
+        fclose(f);
+        paths[1] = path;
+        tsim_session s;
+        tsim_error err = {0};
+        cr_assert_eq(merge_files(c, paths, 2, &s, &err), TSIM_E_INPUT, "cut at %zu", cut);
+        cr_assert(strstr(err.msg, path), "%s", err.msg);
+        unlink(path);
+    }
+    cJSON_free(text);
+    for (int i = 0; i < 2; i++)
+        cJSON_Delete(good[i]);
+    unlink(paths[0]);
+}
+
+Test(partials, damaged_or_cut_parts_are_refused_cleanly, .timeout = 300)
+{
+    replay_case c;
+    case_make(&c, 29);
+    c.n = 3; /* none, taot, echo: every kind of field, fewer of them */
+    damage_each_field(&c, true);
+    damage_each_field(&c, false);
     case_free(&c);
 }

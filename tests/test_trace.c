@@ -289,12 +289,12 @@ Test(trace, rebucket)
         tsim_reader_close(r);
     }
     /* the same EP as the file is not a rebucketing */
-    tsim_read_options same = {.ep = 4, .ranks_per_node = 3, .dataset = NULL};
+    tsim_read_options same = {.ep = 4, .ranks_per_node = 1, .dataset = NULL};
     tsim_error err;
     tsim_reader *r;
     cr_assert_eq(tsim_reader_open(&r, tiny, &same, &err), 0, "%s", err.msg);
     cr_assert_not(tsim_reader_rebucketed(r));
-    cr_assert_eq(tsim_reader_header(r)->ranks_per_node, 3, "--rpn overrides");
+    cr_assert_eq(tsim_reader_header(r)->ranks_per_node, 1, "--rpn overrides");
     tsim_reader_close(r);
 
     tsim_read_options bad = {.ep = 3, .ranks_per_node = 0, .dataset = NULL};
@@ -302,6 +302,33 @@ Test(trace, rebucket)
     char want[4200];
     snprintf(want, sizeof want, "%s: experts 16 is not divisible by --ep 3", tiny);
     cr_assert_str_eq(err.msg, want);
+}
+
+/* --rpn: whole nodes (a divisor of the EP size after --ep), or one node
+ * when at least the EP size; --rpn 3 on ep 4 was accepted. */
+Test(trace, rpn_must_divide_the_ranks)
+{
+    const char *tiny = source_path("traces/tiny-4rank.json");
+    tsim_error err;
+    tsim_reader *r;
+    const int ok[][2] = {{4, 1}, {4, 2}, {4, 4}, {4, 5}, {4, 64}, {2, 3}, {8, 4}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        tsim_read_options o = {.ep = ok[i][0], .ranks_per_node = ok[i][1]};
+        cr_assert_eq(tsim_reader_open(&r, tiny, &o, &err), 0, "ep %d rpn %d: %s", ok[i][0], ok[i][1], err.msg);
+        cr_assert_eq(tsim_reader_header(r)->ranks_per_node, ok[i][1]);
+        tsim_reader_close(r);
+    }
+    const int bad[][2] = {{4, 3}, {8, 3}, {8, 6}, {16, 12}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tsim_read_options o = {.ep = bad[i][0], .ranks_per_node = bad[i][1]};
+        cr_assert_eq(tsim_reader_open(&r, tiny, &o, &err), TSIM_E_INPUT, "ep %d rpn %d", bad[i][0], bad[i][1]);
+        char want[4400];
+        snprintf(want, sizeof want,
+                 "%s: --rpn %d does not divide ep %d: nodes hold whole groups of ranks (give a divisor of %d, or %d "
+                 "or more for one node)",
+                 tiny, bad[i][1], bad[i][0], bad[i][0], bad[i][0]);
+        cr_assert_str_eq(err.msg, want);
+    }
 }
 
 Test(trace, rebucket_drops_home)
@@ -571,6 +598,63 @@ Test(trace, csv_errors)
     tsim_error err;
     cr_assert_eq(read_all("ok.csv", &ep2, &records, &err), 0, "%s", err.msg);
     cr_assert_eq(records, 2);
+}
+
+/* Cells are read exactly as written: no text after a closing quote ("a"b
+ * was read as ab), counts that are integers in decimal, not ones that round
+ * to an integer as a double (5.0000000000000001 was read as 5), and tags in
+ * UTF-8 (an invalid one converted into a JSONL trace no reader accepts). */
+Test(trace, csv_cells_are_read_exactly)
+{
+    const tsim_read_options ep2 = {.ep = 2};
+    expect_error_opts("a.csv", CSVH "\"a\"b,0,0,1,2,3,4\n", &ep2,
+                      "a.csv:2:4: record 1: text after the closing quote of a quoted field (a quote inside one is "
+                      "written \"\")");
+    expect_error_opts("b.csv", CSVH "d,0,0,1,\"2\"0,3,4\n", &ep2,
+                      "b.csv:2:12: record 1: text after the closing quote of a quoted field (a quote inside one is "
+                      "written \"\")");
+    expect_error_opts("c.csv", "\"dataset\"x,iteration,layer_idx,0,1,2,3\n", &ep2,
+                      "c.csv:1:10: CSV header: text after the closing quote of a quoted field (a quote inside one is "
+                      "written \"\")");
+    expect_error_opts("d.csv", CSVH "d,0,0,1,5.0000000000000001,3,4\n", &ep2,
+                      "d.csv:2:9: record 1: expert 1 is 5.0000000000000001, expected a non-negative integer");
+    expect_error_opts("e.csv", CSVH "d,0,0,1,2,3,4\nd,1.0000000000000000001,0,1,2,3,4\n", &ep2,
+                      "e.csv:3:3: record 2: \"iteration\" is 1.0000000000000000001, expected a non-negative integer");
+    expect_error_opts("f.csv", CSVH "d,0,0,1,2,1e-1,4\n", &ep2,
+                      "f.csv:2:11: record 1: expert 2 is 1e-1, expected a non-negative integer");
+    expect_error_opts("g.csv", CSVH "d,0,0,1,2,3,1e13\n", &ep2,
+                      "g.csv:2:13: record 1: expert 3 is 1e13, above the limit of 2^40");
+    expect_error_opts("h.csv", CSVH "d,0,0,1,2,3,1e999999999999\n", &ep2,
+                      "h.csv:2:13: record 1: expert 3 is 1e999999999999, above the limit of 2^40");
+    expect_error_opts("i.csv", CSVH "d,0,0,1,2,3,1.2.3\n", &ep2,
+                      "i.csv:2:13: record 1: expert 3 is \"1.2.3\", expected a non-negative integer");
+    expect_error_opts("j.csv", CSVH "d,0,0,1,2,3,1e\n", &ep2,
+                      "j.csv:2:13: record 1: expert 3 is \"1e\", expected a non-negative integer");
+    expect_error_opts("k.csv", CSVH "ok,0,0,1,2,3,4\nx\xff\xfey,0,1,1,2,3,4\n", &ep2,
+                      "k.csv:3:1: record 2: \"dataset\" is not valid UTF-8 (byte 2 of the value is 0xff): tags are "
+                      "JSON strings");
+    expect_error_opts("l.csv", "da\xc3\x28,iteration,layer_idx,0,1,2,3\nd,0,0,1,2,3,4\n", &ep2,
+                      "l.csv:1:1: CSV header: the name of column 1 is not valid UTF-8");
+
+    /* what is an integer stays one, whatever its spelling */
+    write_file("ok.csv", CSVH "\"a\"\"b\" ,0,0,12.0,1e3,+5,1.5e1\n"
+                              "caf\xc3\xa9,1.,0,0.0,0e999999,-0,000000000000000000000000000007.000000000000000000000\n");
+    tsim_reader *r;
+    tsim_error err;
+    cr_assert_eq(tsim_reader_open(&r, "ok.csv", &ep2, &err), 0, "%s", err.msg);
+    const tsim_record *rec;
+    static const int64_t want[2][4] = {{12, 1000, 5, 15}, {0, 0, 0, 7}};
+    static const char *const tags[2] = {"a\"b", "caf\xc3\xa9"};
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s", err.msg);
+        int64_t tpe[4];
+        tsim_record_expert_totals(rec, tpe);
+        cr_assert_arr_eq(tpe, want[i], sizeof want[i], "record %d", i);
+        cr_assert_str_eq(rec->tag, tags[i]);
+        cr_assert_eq(rec->microbatch, i);
+    }
+    cr_assert_eq(tsim_reader_next(r, &rec, &err), 0, "%s", err.msg);
+    tsim_reader_close(r);
 }
 
 Test(trace, crlf_gzip_csv_and_progress)

@@ -52,11 +52,13 @@ typedef struct {
     int64_t planned;        /* the planner's intended token count (informational) */
 } taotsim_replica;
 
-/* The plan a planner fills (docs/model.md, "A plan"). taotsim sets count to 0
- * and has_placement to 0 before each call; the planner lists its replicas
- * in replicas[0..count) and, for each, R token counts in its alloc row
- * (taotsim_plan_add zeroes the row). capacity is R * K, as many replicas as
- * any valid plan holds. */
+/* The plan a planner fills (docs/model.md, "A plan"). taotsim sets every field
+ * before each call (count and has_placement to 0); the planner lists its
+ * replicas in replicas[0..count) and, for each, R token counts in its alloc
+ * row (taotsim_plan_add zeroes the row). capacity is R * K, as many replicas
+ * as any valid plan holds. The planner writes count, has_placement and the
+ * rows only: ranks, capacity and the pointers are taotsim's, and a plan
+ * whose planner changed one is refused. */
 typedef struct {
     int32_t ranks;              /* R: the width of an alloc row */
     int32_t capacity;           /* rows in replicas and alloc */
@@ -115,7 +117,7 @@ typedef struct taotsim_planner_descriptor {
     const char *summary;           /* one line */
     const taotsim_option *options; /* NULL-name terminated, or NULL */
     size_t options_size;           /* bytes of the options block (0 without options) */
-    int32_t batch;                 /* records wanted per plan_batch call; <= 1: one at a time */
+    int32_t batch;                 /* records wanted per plan_batch call (at most 4096); <= 1: one at a time */
     /* Allocates the state and all scratch memory for this topology. options
      * points at the filled options block (NULL when options_size is 0); both
      * it and topo (home included) stay valid until free. */

@@ -26,11 +26,13 @@ static void merge_help(void)
            "or any study; one file per shard, any order) into the result of the whole\n"
            "run, as COMMAND without --shard would print it. The parts must come from the\n"
            "same command line and taotsim build, cover every shard 0..N-1 once, and\n"
-           "(replay) the same trace; anything else is an error naming the files, and\n"
-           "nothing is written.\n"
+           "(replay) come from the same trace: each shard records the trace's size and\n"
+           "a hash of all its records, and these must agree. Anything else is an error\n"
+           "naming the files, and nothing is written.\n"
            "\n"
-           "The result is byte-identical to the unsharded run's for every study, and for\n"
-           "a replay that keeps per-record values (at most %d records, or --per-record).\n"
+           "The result is byte-identical to the unsharded run's (JSON: all but \"command\",\n"
+           "see below) for every study, and for a replay that keeps per-record values (at\n"
+           "most %d records, or --per-record).\n"
            "A longer replay is merged from the shards' summaries: records, min, max, p50\n"
            "and p95 come out exactly as one run gives them; mean and std are combined by\n"
            "Chan et al.'s pairwise formula and may differ from one run's in the last\n"
@@ -157,21 +159,21 @@ static int write_result(const char *cmd, const merge_args *a, int (*print)(FILE 
     int gate_status = gates(result, a);
     if (gate_status == TSIM_E_INPUT)
         return gate_status;
+    /* renamed into place after the plots, so a late failure leaves no -o file */
     tsim_outfile out;
-    if (tsim_outfile_open(&out, a->out_path, &err) || print(out.fp, result, a, &err) ||
-        tsim_outfile_commit(&out, &err)) {
-        tsim_outfile_abort(&out);
-        return tsim_cli_fail(cmd, &err);
-    }
-    if (a->plots_dir) {
+    int rc = tsim_outfile_open(&out, a->out_path, &err);
+    if (!rc && !(rc = print(out.fp, result, a, &err)))
+        rc = tsim_outfile_flush(&out, &err);
+    if (!rc && a->plots_dir) {
         cJSON *j = to_json(result);
-        int rc = j ? tsim_plot_result(j, a->plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err)
-                   : tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        rc = j ? tsim_plot_result(j, a->plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err)
+               : tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
         cJSON_Delete(j);
-        if (rc)
-            return tsim_cli_fail(cmd, &err);
     }
-    return gate_status;
+    if (!rc)
+        rc = tsim_outfile_commit(&out, &err);
+    tsim_outfile_abort(&out);
+    return rc ? tsim_cli_fail(cmd, &err) : gate_status;
 }
 
 /* ---- replay ---------------------------------------------------------------------- */
@@ -200,6 +202,70 @@ static cJSON *json_replay(const void *r_)
     return tsim_replay_json(&r->s, &r->oo);
 }
 
+/* The planners the shards' command runs, in its order. Like replay, the
+ * default list leaves lplb out where it cannot run on the trace's topology
+ * (no graph fits); an explicit --planners keeps every one. */
+static int expected_planners(const tsim_replay_merge_config *config, const tsim_trace_header *h, tsim_planner *out,
+                             int *n_out, tsim_error *err)
+{
+    *n_out = 0;
+    for (int q = 0; q < config->n_planners; q++) {
+        const tsim_planner *pl = &config->planners[q];
+        if (!config->planners_given && strcmp(pl->label, "lplb") == 0) {
+            tsim_session probe;
+            tsim_error probe_err = {0};
+            int rc = tsim_session_init(&probe, h->ep, h->experts, h->ranks_per_node, config->slots, h->home, pl, 1,
+                                       config->lambda_eval, &probe_err);
+            if (rc == TSIM_OK)
+                tsim_session_free(&probe);
+            else if (rc == TSIM_E_INPUT)
+                continue; /* replay left it out, with a note */
+            else
+                return tsim_error_set(err, rc, "%s", probe_err.msg);
+        }
+        out[(*n_out)++] = *pl;
+    }
+    return TSIM_OK;
+}
+
+static void join_labels(char *buf, size_t n, char (*labels)[TSIM_LABEL_MAX], const tsim_planner *planners,
+                        int count)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < count && used + 1 < n; i++) {
+        int w = snprintf(buf + used, n - used, "%s%s", i ? "," : "", labels ? labels[i] : planners[i].label);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/* Every part must hold exactly the command's planners, in its order: a
+ * damaged part that lost one must not merge into a result without it. */
+static int check_part_planners(const tsim_partial *parts, int n, const tsim_planner *planners, int n_planners,
+                               tsim_error *err)
+{
+    for (int i = 0; i < n; i++) {
+        tsim_replay_partial_setup setup;
+        if (tsim_replay_partial_setup_get(&parts[i], &setup, err))
+            return TSIM_E_INPUT;
+        tsim_trace_header_free(&setup.header);
+        bool same = setup.n_planners == n_planners;
+        for (int p = 0; same && p < n_planners; p++)
+            same = strcmp(setup.labels[p], planners[p].label) == 0;
+        if (!same) {
+            char have[1024], want[1024];
+            join_labels(have, sizeof have, setup.labels, NULL, setup.n_planners);
+            join_labels(want, sizeof want, NULL, planners, n_planners);
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s: damaged partial result: it holds planners '%s', its command runs '%s'",
+                                  parts[i].path, have, want);
+        }
+    }
+    return TSIM_OK;
+}
+
 static int merge_replay(const tsim_partial *parts, int n, const merge_args *a)
 {
     const char *cmd = "merge";
@@ -214,26 +280,17 @@ static int merge_replay(const tsim_partial *parts, int n, const merge_args *a)
         tsim_error_prefix(&err, "%s", parts[0].path);
         return tsim_cli_fail(cmd, &err);
     }
-    /* the planners the shards ran, in their order (the default list may
-     * have left lplb out) */
-    tsim_planner planners[64];
-    for (int p = 0; p < setup.n_planners; p++) {
-        int found = -1;
-        for (int q = 0; q < config.n_planners && found < 0; q++)
-            if (strcmp(config.planners[q].label, setup.labels[p]) == 0)
-                found = q;
-        if (found < 0) {
-            tsim_trace_header_free(&setup.header);
-            tsim_error_set(&err, TSIM_E_INPUT, "%s: planner '%s' is not in the shards' --planners", parts[0].path,
-                           setup.labels[p]);
-            return tsim_cli_fail(cmd, &err);
-        }
-        planners[p] = config.planners[found];
+    tsim_planner planners[TSIM_MERGE_PLANNERS_MAX];
+    int n_planners = 0;
+    if (expected_planners(&config, &setup.header, planners, &n_planners, &err) ||
+        check_part_planners(parts, n, planners, n_planners, &err)) {
+        tsim_trace_header_free(&setup.header);
+        return tsim_cli_fail(cmd, &err);
     }
     merged_replay r = {0};
     const tsim_trace_header *h = &setup.header;
     if (tsim_session_init_results(&r.s, h->ep, h->experts, h->ranks_per_node, config.slots, h->home, planners,
-                                  setup.n_planners, config.lambda_eval, &err)) {
+                                  n_planners, config.lambda_eval, &err)) {
         tsim_trace_header_free(&setup.header);
         return tsim_cli_fail(cmd, &err);
     }
@@ -313,9 +370,10 @@ int tsim_cmd_merge(int argc, char **argv)
     }
     /* Before any work: the result can be written and is none of the parts;
      * a missing gnuplot fails now, not after the merge. */
-    const char *flags[] = {"-o"};
-    if (tsim_outfile_check_writable(a.out_path, &err) ||
-        tsim_outfile_check_distinct(&a.out_path, flags, 1, a.parts, a.n_parts, &err) ||
+    const char *outputs[] = {a.out_path, a.plots_dir};
+    const char *flags[] = {"-o", "--plots"};
+    if (tsim_outfile_check_writable(a.out_path, &err) || tsim_cli_check_output_dir(a.plots_dir, "--plots", &err) ||
+        tsim_outfile_check_distinct(outputs, flags, 2, a.parts, a.n_parts, &err) ||
         (a.plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err))) {
         free(a.parts);
         return tsim_cli_fail(cmd, &err);

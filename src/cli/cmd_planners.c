@@ -111,7 +111,7 @@ void tsim_cli_planners_help(FILE *out)
 {
     fputs("Planners and their options: 'taotsim planners' lists every planner with its\n"
           "options, defaults and ranges. An option given on the command line\n"
-          "(--lambda-plan X, --taot-iters N, ...) applies to every planner of that name;\n"
+          "(--taot-iters N, ...) applies to every planner of that name;\n"
           "after a label it applies to that planner only: LABEL=NAME:--opt=v.\n",
           out);
 }

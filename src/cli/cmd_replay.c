@@ -29,9 +29,10 @@ static void replay_help(void)
 {
     printf("usage: taotsim replay FILE [options] [planner options]\n"
            "\n"
-           "Runs planners over every record of a trace (JSON, JSONL, JSONL.gz or CSV)\n"
-           "and prints the metrics of model.md per planner (means; JSON adds std, min,\n"
-           "p50, p95, max).\n"
+           "Runs planners over every record of a trace (.json, .jsonl, .jsonl.gz, .csv,\n"
+           ".csv.gz, .npy, .safetensors, or a Megatron router trace directory; see\n"
+           "docs/import.md) and prints the metrics of model.md per planner (means; JSON\n"
+           "adds std, min, p50, p95, max).\n"
            "\n"
            "Options:\n"
            "  --planners LIST      comma-separated planners (default " DEFAULT_PLANNERS ");\n"
@@ -40,8 +41,11 @@ static void replay_help(void)
            "  --slots K            guest slots per rank (default 2)\n"
            "  --lambda-eval X      lambda the evaluator charges (default 3)\n"
            "  --lambda X           set both --lambda-plan and --lambda-eval\n"
-           "  --ep N               replay at another EP size (rebucketing; needed for CSV)\n"
-           "  --rpn N              ranks per node (default: the trace's, else 8)\n"
+           "  --ep N               replay at another EP size (rebucketing; needed for\n"
+           "                       per-expert totals: CSV without a rank column, [L,E] and\n"
+           "                       [T,L,E] arrays)\n"
+           "  --rpn N              ranks per node: divides the EP size, or is at least it\n"
+           "                       (default: the trace's; imports: 8, with a warning)\n"
            "  --dataset NAME       CSV: only rows of this dataset\n"
            "  --block decoder|mtp  Megatron router traces: which block (default decoder)\n"
            "  --experts N          Megatron router traces: number of experts (default: from the ids)\n"
@@ -54,7 +58,8 @@ static void replay_help(void)
            "                       (names PLANNER.METRIC.STAT; repeatable)\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result to FILE atomically (default stdout)\n"
-           "  -j, --jobs N         plan on N threads (default 1); output identical for any N\n"
+           "  -j, --jobs N         plan on N threads (default 1); the same bytes for any N\n"
+           "                       (JSON: all but \"command\", the command line as typed)\n"
            "  --shard I/N          run shard I (from 0) of N and write its partial result (JSON)\n"
            "                       for 'taotsim merge'; see below\n"
            "  -h, --help           this help\n"
@@ -69,8 +74,9 @@ static void replay_help(void)
            "that do (LPLB's prev history, EPLB's window: layer d goes to shard\n"
            "(d + planner) mod N), so every plan is the unsharded one. It reads the trace\n"
            "twice (a count, then the records). 'taotsim merge' then prints the same bytes\n"
-           "as one run when the run keeps per-record values (up to %d records, or\n"
-           "--per-record); beyond, mean and std may differ in the last digits.\n"
+           "as one run (JSON: all but \"command\") when the run keeps per-record values (up\n"
+           "to %d records, or --per-record); beyond, mean and std may differ in the last\n"
+           "digits.\n"
            "\n",
            TSIM_SESSION_EXACT_RECORDS, TSIM_SESSION_EXACT_RECORDS);
     tsim_cli_planners_help(stdout);
@@ -315,6 +321,7 @@ int tsim_replay_config_parse(int argc, char **argv, tsim_replay_merge_config *ou
     out->step_model_on = a.step_model_on;
     out->step_model = a.step_model;
     out->per_record = a.oo.per_record;
+    out->planners_given = a.planners_given;
     return TSIM_OK;
 }
 
@@ -363,9 +370,10 @@ static int layer_order_add(layer_order *lo, int64_t layer, tsim_error *err)
     return TSIM_OK;
 }
 
-/* A shard's first pass: the records in the trace and its layers' order. */
+/* A shard's first pass: the records in the trace, its layers' order, and
+ * which trace it is (a hash of every record, and the file's size). */
 static int count_records(const char *path, const tsim_read_options *ropts, int64_t *total, layer_order *lo,
-                         tsim_error *err)
+                         tsim_trace_digest *digest, int64_t *bytes, tsim_error *err)
 {
     tsim_reader *r;
     int rc = tsim_reader_open(&r, path, ropts, err);
@@ -373,6 +381,7 @@ static int count_records(const char *path, const tsim_read_options *ropts, int64
         return rc;
     tsim_progress progress;
     tsim_progress_start(&progress, "replay (counting records)");
+    tsim_trace_digest_init(digest);
     for (;;) {
         const tsim_record *rec;
         int got = tsim_reader_next(r, &rec, err);
@@ -384,6 +393,7 @@ static int count_records(const char *path, const tsim_read_options *ropts, int64
         }
         if ((rc = layer_order_add(lo, rec->layer, err)))
             break;
+        tsim_trace_digest_add(digest, rec);
         int64_t done_bytes, total_bytes;
         tsim_reader_progress(r, &done_bytes, &total_bytes);
         tsim_progress_update(&progress, done_bytes, total_bytes);
@@ -393,6 +403,8 @@ static int count_records(const char *path, const tsim_read_options *ropts, int64
     }
     tsim_progress_finish(&progress);
     *total = tsim_reader_count(r);
+    int64_t done_bytes;
+    tsim_reader_progress(r, &done_bytes, bytes);
     tsim_reader_close(r);
     return rc;
 }
@@ -454,8 +466,9 @@ static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
     /* A shard needs the record count for its range, and the layers' order
      * for the planners that take whole layers. */
     layer_order layers = {0};
-    int64_t total = 0;
-    if (sharded && count_records(path, &ropts, &total, &layers, &err)) {
+    int64_t total = 0, trace_bytes = 0;
+    tsim_trace_digest digest = {0};
+    if (sharded && count_records(path, &ropts, &total, &layers, &digest, &trace_bytes, &err)) {
         free(layers.layer);
         free(layers.dense);
         return tsim_cli_fail(cmd, &err);
@@ -578,7 +591,9 @@ static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
         tsim_reader_progress(reader, &done_bytes, &total_bytes);
         tsim_progress_update(&progress, done_bytes, total_bytes);
     }
-    if (jobs ? tsim_session_jobs_finish(jobs, &err) : tsim_session_drain(&s, &err)) {
+    /* every exec planner ended (exit 0, nothing more written) before a file is */
+    if ((jobs ? tsim_session_jobs_finish(jobs, &err) : tsim_session_drain(&s, &err)) ||
+        tsim_external_finish(&err)) {
         status = tsim_cli_fail(cmd, &err);
         goto done;
     }
@@ -592,13 +607,22 @@ static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
     if (sharded) {
         tsim_replay_partial_info info = {
             .shard = a.shard, .argv = id_argv, .argc = id_argc, .trace_path = path, .header = h,
-            .records = total, .per_record = oo.per_record, .values = keep_values,
+            .records = total, .digest = digest, .bytes = trace_bytes, .per_record = oo.per_record,
+            .values = keep_values,
         };
         cJSON *j = tsim_replay_partial_json(&s, &info, &err);
         int rc = j ? tsim_json_print(out.fp, j) : TSIM_E_INTERNAL;
         if (j && rc)
             tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory printing JSON");
         cJSON_Delete(j);
+        /* merge reads partials up to the JSON document limit: say so now,
+         * not after every shard has run */
+        long size = rc ? -1 : ftell(out.fp);
+        if (size > 0 && (uint64_t)size > TSIM_JSON_DOC_MAX)
+            rc = tsim_error_set(&err, TSIM_E_INPUT,
+                                "the partial result has %ld MiB, more than taotsim merge reads (%zu MiB): split the "
+                                "replay into more shards",
+                                size >> 20, TSIM_JSON_DOC_MAX >> 20);
         if (rc || tsim_outfile_commit(&out, &err)) {
             status = tsim_cli_fail(cmd, &err);
             goto done;

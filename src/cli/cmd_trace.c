@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "evaluate.h"
+#include "outfile.h"
 #include "parse.h"
 #include "report.h"
 #include "stats.h"
@@ -149,8 +150,9 @@ static void validate_usage(void)
            "                    over N ranks (required for per-expert totals: CSV\n"
            "                    without a rank column, [L,E] and [T,L,E] arrays)\n"
            "                                                        [default: the trace's]\n"
-           "  --rpn N           ranks per node (also --ranks-per-node)\n"
-           "                                                        [default: the trace's, else 8]\n"
+           "  --rpn N           ranks per node (also --ranks-per-node): divides the EP\n"
+           "                    size, or is at least it (one node)\n"
+           "                    [default: the trace's; imports: 8, with a warning]\n"
            "  --dataset NAME    keep only records of this dataset (CSV rows, or records\n"
            "                    with a \"dataset\" tag)               [default: all]\n" IMPORT_OPTIONS_HELP
            "  --format md|csv|json  output format                   [default: md]\n"
@@ -329,15 +331,17 @@ static void convert_usage(void)
            "a Megatron router trace directory into either (docs/import.md). The format of\n"
            "each file comes from its name (a directory is a Megatron trace). Records are\n"
            "written with \"counts\" (per source rank). OUT is written to a temporary file\n"
-           "and renamed into place, so nothing is left behind on an error.\n"
+           "and renamed into place, so nothing is left behind on an error; OUT may not\n"
+           "be IN under any name (a link to it).\n"
            "\n"
            "Options:\n"
            "  --ep N            write at EP size N: per-expert totals kept, split evenly\n"
            "                    over N ranks (required for per-expert totals: CSV\n"
            "                    without a rank column, [L,E] and [T,L,E] arrays)\n"
            "                                                        [default: the trace's]\n"
-           "  --rpn N           ranks per node (also --ranks-per-node)\n"
-           "                                                        [default: the trace's, else 8]\n"
+           "  --rpn N           ranks per node (also --ranks-per-node): divides the EP\n"
+           "                    size, or is at least it (one node)\n"
+           "                    [default: the trace's; imports: 8, with a warning]\n"
            "  --dataset NAME    keep only records of this dataset   [default: all]\n" IMPORT_OPTIONS_HELP
            "  -h, --help        show this help\n");
 }
@@ -366,6 +370,12 @@ int tsim_cmd_convert(int argc, char **argv)
     if (tsim_trace_format_import_only(out_fmt))
         return tsim_cli_usage_error("convert", "%s: %s is an import format only; write .json, .jsonl or .jsonl.gz",
                                     out, out_fmt == TSIM_FMT_NPY ? ".npy" : ".safetensors");
+
+    /* Writing over the input would lose it (by device and inode: links and
+     * other names of one file count too). */
+    const char *flag = "OUT";
+    if (tsim_outfile_check_distinct(&out, &flag, 1, &in, 1, &err))
+        return tsim_cli_fail("convert", &err);
 
     tsim_read_options opts = read_options(&a);
     tsim_reader *r = NULL;

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -31,6 +32,7 @@
 #include "clock.h"
 #include "json_strict.h"
 #include "plan.h"
+#include "planner_procs.h"
 #include "record.h"
 #include "topology.h"
 
@@ -95,6 +97,7 @@ typedef struct {
     int answered_cap;
     int32_t *slot_table;     /* [R * slots_per_rank]: replica index of (guest, slot), -1 free */
     char name[64];           /* what the planner calls itself */
+    char tag[64];            /* in the environment of all it starts (planner_procs.h) */
 } exec_state;
 
 /* ---- the child's standard error, passed through with the label ---------- */
@@ -182,6 +185,7 @@ static void child_reap(exec_state *x)
     /* every member is dying: this ends with ECHILD */
     while (waitpid(-x->pid, NULL, 0) > 0 || errno == EINTR)
         ;
+    tsim_procs_kill_tagged(x->tag); /* and those that left the group */
     x->pid = 0;
 }
 
@@ -276,7 +280,10 @@ static int child_start(exec_state *x, tsim_error *err)
     char sh[] = "sh", dash_c[] = "-c";
     char *argv[] = {sh, dash_c, (char *)x->cfg->target, NULL};
     pid_t pid = 0;
-    int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, environ);
+    static _Atomic unsigned next_tag;
+    char **envp = tsim_procs_tagged_environ(x->tag, sizeof x->tag, atomic_fetch_add(&next_tag, 1) + 1);
+    int rc = envp ? posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, envp) : ENOMEM;
+    free(envp);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     close_fd(&in[1]);
@@ -669,6 +676,7 @@ static void unescape(const char *t, size_t n, char *out, size_t on)
 typedef struct {
     bool has_id;
     int64_t id;
+    bool has_error, error_string;
     const char *error, *replicas, *alloc, *placement; /* NULL: absent */
     size_t error_len;
 } answer_fields;
@@ -692,8 +700,17 @@ static bool answer_scan(const char *line, size_t len, answer_fields *f)
             f->has_id = sc_int(&s, &f->id);
             if (!f->has_id)
                 sc_skip(&s);
-        } else if (KEY("error") && *s.p == '"') {
-            sc_string(&s, &f->error, &f->error_len);
+        } else if (KEY("error")) {
+            /* any "error" fails the record; a string is the planner's message */
+            f->has_error = true;
+            f->error_string = *s.p == '"';
+            if (f->error_string) {
+                sc_string(&s, &f->error, &f->error_len);
+            } else {
+                f->error = s.p;
+                sc_skip(&s);
+                f->error_len = (size_t)(s.p - f->error);
+            }
         } else {
             if (KEY("replicas"))
                 f->replicas = s.p;
@@ -852,10 +869,16 @@ static int read_answer(exec_state *x, const char *line, size_t len, uint64_t bas
         snprintf(why, wn, "a second answer for id %lld", (long long)id);
     } else {
         *which = (int)((uint64_t)id - base);
-        if (f.error) {
+        if (f.has_error && f.error_string) {
             char text[512];
             unescape(f.error, f.error_len, text, sizeof text);
             snprintf(why, wn, "the planner answered with an error: %s", text);
+            return TSIM_E_INPUT;
+        }
+        if (f.has_error) {
+            excerpt(f.error, f.error_len, ex, sizeof ex);
+            snprintf(why, wn, "the planner answered with an \"error\" that is not a string: %s (an answer with "
+                     "\"error\" fails its record; a plan has no \"error\" key)", ex);
             return TSIM_E_INPUT;
         }
         return read_plan(x, &f, line + len, &plans[*which], why, wn);
@@ -925,6 +948,7 @@ static int exchange(exec_state *x, const tsim_record *const *recs, int n, tsim_p
 /* ---- the descriptor --------------------------------------------------------- */
 
 static void exec_free(void *state);
+static void running_add(exec_state *x);
 
 static cJSON *handshake_json(const exec_state *x, const tsim_topology *topo, const tsim_planner_common *opts)
 {
@@ -1045,8 +1069,10 @@ static int exec_init(void **state, const tsim_topology *topo, const tsim_planner
         child_abort(x);
         exec_free(x);
         *state = NULL;
+        return rc;
     }
-    return rc;
+    running_add(x);
+    return TSIM_OK;
 }
 
 static int exec_plan_batch(void *state, const tsim_record *const *recs, int n, tsim_plan *plans, tsim_error *err)
@@ -1073,58 +1099,167 @@ static int exec_window(const void *state)
     return x->cfg->window;
 }
 
-/* End of the run: standard input closes, the planner exits; one that does
- * not within --exec-timeout is killed. */
+/* ---- the end of a run --------------------------------------------------------
+ * After the last answer taotsim closes the planner's standard input; the
+ * planner must then exit with status 0 and write nothing more. Anything else
+ * is a failure of the run: the commands end every planner (tsim_external_finish)
+ * before they write a file, and a planner that a study has already freed
+ * leaves its failure here for them to find. */
+
+static pthread_mutex_t ends_lock = PTHREAD_MUTEX_INITIALIZER;
+static exec_state **running;        /* planners started and not yet ended */
+static int n_running, cap_running;
+static char late_failure[TSIM_ERROR_MSG_MAX]; /* the first failure at an end, "" when none */
+
+static void running_add(exec_state *x)
+{
+    pthread_mutex_lock(&ends_lock);
+    if (n_running == cap_running) {
+        int cap = cap_running ? 2 * cap_running : 8;
+        exec_state **grown = realloc(running, sizeof *grown * (size_t)cap);
+        if (grown) {
+            running = grown;
+            cap_running = cap;
+        }
+    }
+    if (n_running < cap_running)
+        running[n_running++] = x;
+    pthread_mutex_unlock(&ends_lock);
+}
+
+/* Takes x off the list; false when it was not there (ended already). */
+static bool running_take(exec_state *x)
+{
+    bool found = false;
+    pthread_mutex_lock(&ends_lock);
+    for (int i = 0; i < n_running; i++)
+        if (running[i] == x) {
+            running[i] = running[--n_running];
+            found = true;
+            break;
+        }
+    pthread_mutex_unlock(&ends_lock);
+    return found;
+}
+
+static void late_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void late_fail(const char *fmt, ...)
+{
+    pthread_mutex_lock(&ends_lock);
+    if (!late_failure[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(late_failure, sizeof late_failure, fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&ends_lock);
+}
+
+/* Reads the planner's output until it closes or the deadline; the first
+ * line it writes after its last answer is a failure. */
+static void drain_after_last(exec_state *x, int64_t deadline)
+{
+    bool reported = false, exited = false;
+    while (x->from_child >= 0 || x->child_err >= 0) {
+        int64_t left_ms = (deadline - tsim_now_ns()) / 1000000;
+        if (left_ms <= 0)
+            return;
+        siginfo_t info;
+        if (!exited && child_exited(x, 0, &info)) {
+            /* The planner is gone; what still holds its pipes is something it
+             * started and left behind (a daemon in a session of its own). */
+            exited = true;
+            kill(-x->pid, SIGKILL);
+            int left_behind = tsim_procs_kill_tagged(x->tag);
+            if (left_behind > 0)
+                fprintf(stderr, "taotsim: planner '%s' left %d process%s running after it exited; killed\n",
+                        x->cfg->label, left_behind, left_behind == 1 ? "" : "es");
+        }
+        if (!exited && left_ms > 20)
+            left_ms = 20; /* look at the planner again soon */
+        struct pollfd fds[2];
+        int nfds = 0, at_err = -1, at_out = -1;
+        if (x->from_child >= 0) {
+            at_out = nfds;
+            fds[nfds++] = (struct pollfd){x->from_child, POLLIN, 0};
+        }
+        if (x->child_err >= 0) {
+            at_err = nfds;
+            fds[nfds++] = (struct pollfd){x->child_err, POLLIN, 0};
+        }
+        if (poll(fds, (nfds_t)nfds, (int)(left_ms > INT32_MAX ? INT32_MAX : left_ms)) <= 0)
+            continue;
+        if (at_err >= 0 && fds[at_err].revents)
+            err_read(x);
+        if (at_out >= 0 && fds[at_out].revents) {
+            char sink[4096], ex[96];
+            ssize_t got = read(x->from_child, sink, sizeof sink);
+            if (got > 0 && !reported) {
+                size_t shown = (size_t)got;
+                while (shown > 0 && (sink[shown - 1] == '\n' || sink[shown - 1] == '\r'))
+                    shown--;
+                excerpt(sink, shown, ex, sizeof ex);
+                late_fail("planner '%s': it wrote after its last answer, when its standard input had closed: '%s'",
+                          x->cfg->label, ex);
+                reported = true;
+            }
+            if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN))
+                close_fd(&x->from_child);
+        }
+    }
+}
+
+/* Closes standard input, waits for the planner to exit, reaps it. */
+static void exec_end(exec_state *x)
+{
+    if (x->pid <= 0)
+        return;
+    close_fd(&x->to_child);
+    const int64_t deadline = tsim_now_ns() + (int64_t)(x->cfg->timeout_s * 1e9);
+    drain_after_last(x, deadline);
+    siginfo_t info;
+    int64_t left_ms = (deadline - tsim_now_ns()) / 1000000;
+    if (child_exited(x, left_ms > 0 ? (int)left_ms : 0, &info)) {
+        if (info.si_code == CLD_EXITED && info.si_status != 0)
+            late_fail("planner '%s': it exited with status %d after its last answer (a planner exits with 0 when "
+                      "its standard input closes)", x->cfg->label, info.si_status);
+        else if (info.si_code != CLD_EXITED)
+            late_fail("planner '%s': it was killed by signal %d (%s) after its last answer", x->cfg->label,
+                      info.si_status, strsignal(info.si_status));
+    } else {
+        fprintf(stderr, "taotsim: planner '%s' did not exit within %g s of its standard input closing; killed\n",
+                x->cfg->label, x->cfg->timeout_s);
+    }
+    child_reap(x);
+    err_flush_line(x);
+}
+
+int tsim_exec_finish_all(tsim_error *err)
+{
+    for (;;) {
+        pthread_mutex_lock(&ends_lock);
+        exec_state *x = n_running ? running[--n_running] : NULL;
+        pthread_mutex_unlock(&ends_lock);
+        if (!x)
+            break;
+        exec_end(x);
+    }
+    pthread_mutex_lock(&ends_lock);
+    int rc = late_failure[0] ? tsim_error_set(err, TSIM_E_INPUT, "%s", late_failure) : TSIM_OK;
+    late_failure[0] = '\0';
+    pthread_mutex_unlock(&ends_lock);
+    return rc;
+}
+
 static void exec_free(void *state)
 {
     exec_state *x = state;
     if (!x)
         return;
-    if (x->pid > 0) {
-        close_fd(&x->to_child);
-        const int64_t deadline = tsim_now_ns() + (int64_t)(x->cfg->timeout_s * 1e9);
-        /* Passes its standard error on and drops any further output until
-         * both close (it exits) or the time is up. */
-        while (x->from_child >= 0 || x->child_err >= 0) {
-            int64_t left_ms = (deadline - tsim_now_ns()) / 1000000;
-            if (left_ms <= 0)
-                break;
-            struct pollfd fds[2];
-            int nfds = 0, at_err = -1, at_out = -1;
-            if (x->from_child >= 0) {
-                at_out = nfds;
-                fds[nfds++] = (struct pollfd){x->from_child, POLLIN, 0};
-            }
-            if (x->child_err >= 0) {
-                at_err = nfds;
-                fds[nfds++] = (struct pollfd){x->child_err, POLLIN, 0};
-            }
-            if (poll(fds, (nfds_t)nfds, (int)(left_ms > INT32_MAX ? INT32_MAX : left_ms)) <= 0)
-                continue;
-            if (at_err >= 0 && fds[at_err].revents)
-                err_read(x);
-            if (at_out >= 0 && fds[at_out].revents) {
-                char sink[4096];
-                ssize_t got = read(x->from_child, sink, sizeof sink);
-                if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN))
-                    close_fd(&x->from_child);
-            }
-        }
-        siginfo_t info;
-        int64_t left_ms = (deadline - tsim_now_ns()) / 1000000;
-        if (child_exited(x, left_ms > 0 ? (int)left_ms : 0, &info)) {
-            if (info.si_code == CLD_EXITED && info.si_status != 0)
-                fprintf(stderr, "taotsim: planner '%s' exited with status %d after its last answer\n", x->cfg->label,
-                        info.si_status);
-            else if (info.si_code != CLD_EXITED)
-                fprintf(stderr, "taotsim: planner '%s' was killed by signal %d (%s) after its last answer\n",
-                        x->cfg->label, info.si_status, strsignal(info.si_status));
-        } else {
-            fprintf(stderr, "taotsim: planner '%s' did not exit within %g s of its standard input closing; killed\n",
-                    x->cfg->label, x->cfg->timeout_s);
-        }
-        child_reap(x);
-    }
+    if (running_take(x))
+        exec_end(x);
+    else
+        child_reap(x); /* a failed start; an ended planner has no pid left */
     err_flush_line(x);
     close_fd(&x->to_child);
     close_fd(&x->from_child);

@@ -7,6 +7,7 @@
 
 #include "parse.h"
 #include "registry.h"
+#include "utf8.h"
 
 /* Resolution happens while the command sets up (the studies parse their
  * lists before their worker threads start), but the lock keeps it safe from
@@ -29,6 +30,23 @@ typedef struct {
 } label_option;
 static label_option *label_options;
 static int n_label_options, cap_label_options;
+
+static _Thread_local const char *running_label;
+
+void tsim_external_enter(const char *label)
+{
+    running_label = label;
+}
+
+void tsim_external_leave(void)
+{
+    running_label = NULL;
+}
+
+const char *tsim_external_running(void)
+{
+    return running_label;
+}
 
 static char *dup_text(const char *s, size_t n)
 {
@@ -149,6 +167,31 @@ static int copy_label_options(tsim_external_config *cfg, tsim_error *err)
     return TSIM_OK;
 }
 
+static bool valid_utf8(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int n = tsim_utf8_sequence(p);
+        if (n == 0)
+            return false;
+        p += n;
+    }
+    return true;
+}
+
+/* An exec planner gets its options as JSON strings, which are UTF-8. */
+static int check_exec_options(const tsim_external_config *cfg, tsim_error *err)
+{
+    for (int i = 0; i < cfg->n_options; i++) {
+        if (!valid_utf8(cfg->keys[i]))
+            return tsim_error_set(err, TSIM_E_INPUT, "planner '%s': an option's name (--%s-...) is not valid UTF-8 "
+                                  "(an exec planner gets its options as JSON text)", cfg->label, cfg->label);
+        if (!valid_utf8(cfg->values[i]))
+            return tsim_error_set(err, TSIM_E_INPUT, "planner '%s': --%s-%s: the value is not valid UTF-8 (an exec "
+                                  "planner gets its options as JSON text)", cfg->label, cfg->label, cfg->keys[i]);
+    }
+    return TSIM_OK;
+}
+
 static void config_free(tsim_external_config *cfg)
 {
     if (!cfg)
@@ -194,6 +237,8 @@ static int resolve(tsim_planner *p, const char *name, const char *options, tsim_
         goto fail;
     if (exec) {
         tsim_exec_describe(&cfg->desc);
+        if ((rc = check_exec_options(cfg, err)))
+            goto fail;
     } else {
         tsim_plugin_describe(&cfg->desc);
         if ((rc = tsim_plugin_load(cfg, options, err))) {
@@ -239,6 +284,11 @@ void tsim_external_help(FILE *out)
             TSIM_EXEC_WINDOW_DEFAULT, TSIM_EXEC_TIMEOUT_DEFAULT);
 }
 
+int tsim_external_finish(tsim_error *err)
+{
+    return tsim_exec_finish_all(err);
+}
+
 void tsim_external_install(void)
 {
     tsim_planner_set_resolver(resolve);
@@ -246,6 +296,8 @@ void tsim_external_install(void)
 
 void tsim_external_cleanup(void)
 {
+    tsim_error ignored = {0};
+    tsim_exec_finish_all(&ignored); /* a late failure of this command is not the next one's */
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_configs; i++)
         config_free(configs[i]);

@@ -57,6 +57,21 @@ void tsim_external_scan_list(const char *list);
  * (no '=VALUE') with a message. */
 int tsim_external_take_option(const char *text, bool *taken, tsim_error *err);
 
+/* Around every call into a plugin (its constructors at load time included):
+ * the calling thread is running planner `label`, so that an exit() from
+ * inside it is reported as the planner's (signals.c's exit guard). */
+void tsim_external_enter(const char *label);
+void tsim_external_leave(void);
+/* The label of the planner this thread is running code of, or NULL. */
+const char *tsim_external_running(void);
+
+/* The end of a run, before any file is written: closes every running exec
+ * planner's standard input and waits for it to exit. A planner that exits
+ * with a status other than 0, or writes after its last answer (now or when a
+ * study freed it), fails the run: TSIM_E_INPUT with the message. */
+int tsim_external_finish(tsim_error *err);
+int tsim_exec_finish_all(tsim_error *err);
+
 /* Kills every running exec planner's process group; async-signal-safe
  * (the handler of signals.c calls it). */
 void tsim_exec_kill_all(void);

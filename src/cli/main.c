@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "registry.h"
 #include "report.h"
 #include "commands.h"
 #include "external.h"
@@ -34,14 +35,17 @@ static const command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: taotsim COMMAND [options]\n"
-            "\n"
-            "Replays MoE routing traces through expert-replica planners ('taotsim\n"
-            "planners' lists them) and measures residual imbalance and weighted\n"
-            "communication cost.\n"
-            "\n"
-            "Commands:\n");
+    fprintf(out, "usage: taotsim COMMAND [options]\n"
+                 "\n"
+                 "Replays MoE routing traces through expert-replica planners and measures\n"
+                 "residual imbalance and weighted communication cost.\n"
+                 "Planners:");
+    /* from the registry, so a new planner is listed without editing this */
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++)
+        fprintf(out, "%s %s", d == tsim_planner_all() ? "" : ",", (*d)->name);
+    fprintf(out, ",\nand your own as exec:CMD or plugin:LIB.so ('taotsim replay --help').\n"
+                 "\n"
+                 "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,
@@ -71,6 +75,13 @@ int main(int argc, char **argv)
             /* LABEL=exec:CMD and LABEL=plugin:LIB.so wherever a planner is named */
             tsim_external_install();
             int status = commands[i].run(argc - 1, argv + 1);
+            /* commands that write files end their exec planners first; this
+             * catches a bad end in the others */
+            tsim_error err = {0};
+            if (tsim_external_finish(&err) && status != TSIM_E_INPUT) {
+                fprintf(stderr, "taotsim %s: %s\n", argv[1], err.msg);
+                status = TSIM_E_INPUT;
+            }
             tsim_external_cleanup();
             return status;
         }

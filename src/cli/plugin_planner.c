@@ -20,19 +20,30 @@ _Static_assert(sizeof(taotsim_replica) == sizeof(tsim_replica), "replica layouts
 
 #define PLUGIN_ERROR_MAX 1024
 #define PLUGIN_OPTIONS_MAX (1u << 20)
+/* Records per plan_batch call: past this a batch buys nothing, and the plan
+ * buffers (a batch of plans of R * K rows each) would grow without bound. */
+#define PLUGIN_BATCH_MAX 4096
+/* The plan buffers of one configured plugin, all batch slots together. */
+#define PLUGIN_BUFFERS_MAX ((size_t)1 << 30)
 
+/* Everything the plugin can write is a buffer: the sizes and pointers taotsim
+ * reads back live here (R, E, capacity, the buffers' addresses), and the
+ * structs handed over are refilled from them before every call. */
 typedef struct {
     const tsim_external_config *cfg;
     const taotsim_planner_descriptor *d;
     void *inner;
-    taotsim_topology topo;
+    int R, E;
+    taotsim_topology topo;       /* the plugin's copy (home: its own buffer) */
+    int32_t *home;               /* [E]: the copy topo.home points at */
     int slots_per_plan;          /* public plans allocated: max(batch, 1) */
     int capacity;                /* replicas per plan, R * K */
     taotsim_record *recs;        /* [slots_per_plan] views of the records */
     const taotsim_record **rec_ptrs;
+    int64_t *counts;             /* [slots_per_plan * R * E]: copies of the records' counts */
     taotsim_plan *plans;         /* [slots_per_plan] */
-    taotsim_replica *replicas;   /* [slots_per_plan * capacity] */
-    int64_t *alloc;              /* [slots_per_plan * capacity * R] */
+    taotsim_replica *replicas;   /* [slots_per_plan * (capacity + 1)] */
+    int64_t *alloc;              /* [slots_per_plan * (capacity + 1) * R] */
     int32_t *placement;          /* [slots_per_plan * E] */
     char error[PLUGIN_ERROR_MAX];
 } plugin_state;
@@ -144,6 +155,9 @@ static int check_descriptor(tsim_external_config *cfg, const taotsim_planner_des
     if (missing)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: the descriptor of '%s' has no %s function", path, d->name,
                               missing);
+    if (d->batch > PLUGIN_BATCH_MAX)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: '%s' asks for batches of %d records; at most %d", path,
+                              d->name, (int)d->batch, PLUGIN_BATCH_MAX);
     if (d->batch > 1 && !d->plan_batch)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: '%s' asks for batches of %d but has no plan_batch", path,
                               d->name, (int)d->batch);
@@ -181,7 +195,9 @@ static int check_descriptor(tsim_external_config *cfg, const taotsim_planner_des
 int tsim_plugin_load(tsim_external_config *cfg, const char *options, tsim_error *err)
 {
     const char *path = cfg->target;
+    tsim_external_enter(cfg->label); /* its constructors run here */
     cfg->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    tsim_external_leave();
     if (!cfg->library) {
         const char *why = dlerror();
         return tsim_error_set(err, TSIM_E_INPUT, "cannot load %s: %s%s", path, why ? why : "unknown error",
@@ -193,7 +209,9 @@ int tsim_plugin_load(tsim_external_config *cfg, const char *options, tsim_error 
                               TAOTSIM_PLANNER_ENTRY);
     taotsim_planner_entry_fn entry;
     memcpy(&entry, &sym, sizeof entry); /* POSIX: dlsym's object pointer holds a function */
+    tsim_external_enter(cfg->label);
     const taotsim_planner_descriptor *d = entry();
+    tsim_external_leave();
     if (!d)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: %s() returned no descriptor", path, TAOTSIM_PLANNER_ENTRY);
     cfg->plugin = d;
@@ -233,8 +251,11 @@ void tsim_plugin_unload(tsim_external_config *cfg)
     cfg->plugin_options = NULL;
     cfg->options_block = NULL;
     cfg->n_plugin_options = 0;
-    if (cfg->library)
+    if (cfg->library) {
+        tsim_external_enter(cfg->label); /* its destructors run here */
         dlclose(cfg->library);
+        tsim_external_leave();
+    }
     cfg->library = NULL;
     cfg->plugin = NULL;
 }
@@ -246,15 +267,61 @@ static void plugin_free(void *state)
     plugin_state *ps = state;
     if (!ps)
         return;
-    if (ps->inner)
+    if (ps->inner) {
+        tsim_external_enter(ps->cfg->label);
         ps->d->free(ps->inner);
+        tsim_external_leave();
+    }
+    free(ps->home);
     free(ps->recs);
     free(ps->rec_ptrs);
+    free(ps->counts);
     free(ps->plans);
     free(ps->replicas);
     free(ps->alloc);
     free(ps->placement);
     free(ps);
+}
+
+/* The plan buffers of P batch slots: false when they would pass
+ * PLUGIN_BUFFERS_MAX (a huge batch on a huge topology). */
+static bool buffers_fit(size_t P, size_t R, size_t E, size_t cap)
+{
+    const size_t per_slot = sizeof(taotsim_record) + sizeof(taotsim_plan) + R * E * sizeof(int64_t) +
+                            cap * (sizeof(taotsim_replica) + R * sizeof(int64_t)) + E * sizeof(int32_t);
+    return per_slot <= PLUGIN_BUFFERS_MAX / P;
+}
+
+static int plugin_alloc(plugin_state *ps, const tsim_topology *topo, tsim_error *err)
+{
+    const size_t R = (size_t)ps->R, E = (size_t)ps->E;
+    const size_t P = (size_t)ps->slots_per_plan, cap = (size_t)ps->capacity + 1;
+    if (!buffers_fit(P, R, E, cap))
+        return tsim_error_set(err, TSIM_E_INPUT, "plugin '%s' asks for batches of %d records: their plans would "
+                              "take more than %zu MiB on %zu ranks and %zu experts (ask for smaller batches)",
+                              ps->d->name, ps->slots_per_plan, PLUGIN_BUFFERS_MAX >> 20, R, E);
+    ps->home = malloc(E * sizeof *ps->home);
+    ps->recs = calloc(P, sizeof *ps->recs);
+    ps->rec_ptrs = calloc(P, sizeof *ps->rec_ptrs);
+    ps->counts = calloc(P * R * E, sizeof *ps->counts);
+    ps->plans = calloc(P, sizeof *ps->plans);
+    ps->replicas = calloc(P * cap, sizeof *ps->replicas);
+    ps->alloc = calloc(P * cap * R, sizeof *ps->alloc);
+    ps->placement = calloc(P * E, sizeof *ps->placement);
+    if (!ps->home || !ps->recs || !ps->rec_ptrs || !ps->counts || !ps->plans || !ps->replicas || !ps->alloc ||
+        !ps->placement)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for plugin plans");
+    memcpy(ps->home, topo->home, E * sizeof *ps->home);
+    return TSIM_OK;
+}
+
+/* The topology as the plugin sees it: its own copy (home included), which
+ * taotsim never reads back. */
+static void fill_topology(plugin_state *ps, const tsim_topology *topo, double lambda_plan)
+{
+    ps->topo = (taotsim_topology){.ranks = topo->ranks, .experts = topo->experts,
+                                  .ranks_per_node = topo->ranks_per_node, .slots = topo->slots, .home = ps->home,
+                                  .lambda_plan = lambda_plan};
 }
 
 static int plugin_init(void **state, const tsim_topology *topo, const tsim_planner_common *opts, const void *own,
@@ -267,36 +334,26 @@ static int plugin_init(void **state, const tsim_topology *topo, const tsim_plann
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     ps->cfg = cfg;
     ps->d = cfg->plugin;
-    ps->topo = (taotsim_topology){.ranks = topo->ranks, .experts = topo->experts,
-                                  .ranks_per_node = topo->ranks_per_node, .slots = topo->slots, .home = topo->home,
-                                  .lambda_plan = opts->lambda_plan};
-    const size_t R = (size_t)topo->ranks, E = (size_t)topo->experts;
+    ps->R = topo->ranks;
+    ps->E = topo->experts;
     ps->slots_per_plan = ps->d->batch > 1 ? ps->d->batch : 1;
     ps->capacity = topo->ranks * topo->slots;
-    const size_t P = (size_t)ps->slots_per_plan, cap = (size_t)ps->capacity + 1;
-    ps->recs = calloc(P, sizeof *ps->recs);
-    ps->rec_ptrs = calloc(P, sizeof *ps->rec_ptrs);
-    ps->plans = calloc(P, sizeof *ps->plans);
-    ps->replicas = calloc(P * cap, sizeof *ps->replicas);
-    ps->alloc = calloc(P * cap * R, sizeof *ps->alloc);
-    ps->placement = calloc(P * E, sizeof *ps->placement);
-    if (!ps->recs || !ps->rec_ptrs || !ps->plans || !ps->replicas || !ps->alloc || !ps->placement) {
+    int rc = plugin_alloc(ps, topo, err);
+    if (rc) {
         plugin_free(ps);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for plugin plans");
+        return rc;
     }
-    for (size_t k = 0; k < P; k++) {
-        ps->rec_ptrs[k] = &ps->recs[k];
-        ps->plans[k] = (taotsim_plan){.ranks = topo->ranks, .capacity = ps->capacity,
-                                      .replicas = ps->replicas + k * cap, .alloc = ps->alloc + k * cap * R,
-                                      .placement = ps->placement + k * E};
-    }
+    fill_topology(ps, topo, opts->lambda_plan);
     ps->error[0] = '\0';
-    if (ps->d->init(&ps->inner, &ps->topo, ps->d->options_size ? cfg->options_block : NULL, ps->error,
-                    sizeof ps->error) != 0) {
+    tsim_external_enter(cfg->label);
+    int declined = ps->d->init(&ps->inner, &ps->topo, ps->d->options_size ? cfg->options_block : NULL, ps->error,
+                               sizeof ps->error);
+    tsim_external_leave();
+    if (declined != 0) {
         ps->inner = NULL;
         ps->error[sizeof ps->error - 1] = '\0';
-        int rc = tsim_error_set(err, TSIM_E_INPUT, "plugin '%s' declined: %s", ps->d->name,
-                                ps->error[0] ? ps->error : "(no message)");
+        rc = tsim_error_set(err, TSIM_E_INPUT, "plugin '%s' declined: %s", ps->d->name,
+                            ps->error[0] ? ps->error : "(no message)");
         plugin_free(ps);
         return rc;
     }
@@ -304,54 +361,73 @@ static int plugin_init(void **state, const tsim_topology *topo, const tsim_plann
     return TSIM_OK;
 }
 
-static void view_record(taotsim_record *v, const tsim_record *rec)
+/* Batch slot k, ready for the plugin: the record's counts copied into its
+ * own buffer, the plan's sizes and buffers set from taotsim's values. */
+static void fill_slot(plugin_state *ps, int k, const tsim_record *rec)
 {
-    *v = (taotsim_record){.index = rec->index, .microbatch = rec->microbatch, .layer = rec->layer,
-                          .ranks = rec->ranks, .experts = rec->experts, .counts = rec->counts};
+    const size_t R = (size_t)ps->R, E = (size_t)ps->E, cap = (size_t)ps->capacity + 1;
+    int64_t *counts = ps->counts + (size_t)k * R * E;
+    memcpy(counts, rec->counts, R * E * sizeof *counts);
+    ps->recs[k] = (taotsim_record){.index = rec->index, .microbatch = rec->microbatch, .layer = rec->layer,
+                                   .ranks = ps->R, .experts = ps->E, .counts = counts};
+    ps->rec_ptrs[k] = &ps->recs[k];
+    ps->plans[k] = (taotsim_plan){.ranks = ps->R, .capacity = ps->capacity, .replicas = ps->replicas + k * cap,
+                                  .alloc = ps->alloc + k * cap * R, .placement = ps->placement + k * E};
 }
 
-/* The plugin's plan into taotsim's (rows copied; the evaluator checks it). */
-static int take_plan(plugin_state *ps, const taotsim_plan *pp, tsim_plan *out, tsim_error *err)
+/* Slot k's plan into taotsim's. Only count and has_placement are the
+ * plugin's to set; both are checked against taotsim's own sizes, and the
+ * rows are read from taotsim's buffers, whatever the struct says now. */
+static int take_plan(plugin_state *ps, int k, tsim_plan *out, tsim_error *err)
 {
-    if (pp->count < 0 || pp->count > pp->capacity)
+    const size_t R = (size_t)ps->R, E = (size_t)ps->E, cap = (size_t)ps->capacity + 1;
+    const taotsim_plan *pp = &ps->plans[k];
+    const taotsim_replica *replicas = ps->replicas + k * cap;
+    const int64_t *alloc = ps->alloc + k * cap * R;
+    const char *changed = pp->ranks != ps->R ? "ranks" : pp->capacity != ps->capacity ? "capacity"
+                          : pp->replicas != replicas ? "replicas" : pp->alloc != alloc ? "alloc"
+                          : pp->placement != ps->placement + k * E ? "placement" : NULL;
+    if (changed)
+        return tsim_error_set(err, TSIM_E_INPUT, "plugin '%s' changed the plan's '%s', which only taotsim sets "
+                              "(a plugin sets count, has_placement and the rows)", ps->d->name, changed);
+    const int32_t count = pp->count, has_placement = pp->has_placement;
+    if (count < 0 || count > ps->capacity)
         return tsim_error_set(err, TSIM_E_INPUT, "plugin '%s' returned %d replicas, capacity %d", ps->d->name,
-                              (int)pp->count, (int)pp->capacity);
+                              (int)count, ps->capacity);
+    if (has_placement != 0 && has_placement != 1)
+        return tsim_error_set(err, TSIM_E_INPUT, "plugin '%s' set has_placement to %d (0 or 1)", ps->d->name,
+                              (int)has_placement);
     tsim_plan_reset(out);
-    for (int i = 0; i < pp->count; i++) {
-        const taotsim_replica *r = &pp->replicas[i];
+    for (int i = 0; i < count; i++) {
+        const taotsim_replica *r = &replicas[i];
         int at = tsim_plan_add(out, r->expert, r->guest, r->slot, r->planned);
         if (at < 0)
             return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-        memcpy(tsim_plan_alloc_row(out, at), pp->alloc + (size_t)i * (size_t)pp->ranks,
-               sizeof *pp->alloc * (size_t)pp->ranks);
+        memcpy(tsim_plan_alloc_row(out, at), alloc + (size_t)i * R, sizeof *alloc * R);
     }
-    if (pp->has_placement) {
-        int32_t *home = tsim_plan_placement(out, ps->topo.experts);
+    if (has_placement) {
+        int32_t *home = tsim_plan_placement(out, ps->E);
         if (!home)
             return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-        memcpy(home, pp->placement, sizeof *home * (size_t)ps->topo.experts);
+        memcpy(home, ps->placement + k * E, sizeof *home * E);
     }
     return TSIM_OK;
-}
-
-static void reset_public(taotsim_plan *pp)
-{
-    pp->count = 0;
-    pp->has_placement = 0;
 }
 
 static int plugin_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_error *err)
 {
     plugin_state *ps = state;
-    view_record(&ps->recs[0], rec);
-    reset_public(&ps->plans[0]);
+    fill_slot(ps, 0, rec);
     ps->error[0] = '\0';
-    if (ps->d->plan(ps->inner, &ps->recs[0], &ps->plans[0], ps->error, sizeof ps->error) != 0) {
+    tsim_external_enter(ps->cfg->label);
+    int failed = ps->d->plan(ps->inner, &ps->recs[0], &ps->plans[0], ps->error, sizeof ps->error);
+    tsim_external_leave();
+    if (failed != 0) {
         ps->error[sizeof ps->error - 1] = '\0';
         return tsim_error_set(err, TSIM_E_INPUT, "plugin '%s' failed: %s", ps->d->name,
                               ps->error[0] ? ps->error : "(no message)");
     }
-    return take_plan(ps, &ps->plans[0], out, err);
+    return take_plan(ps, 0, out, err);
 }
 
 /* Batches of at most the plugin's own batch size. */
@@ -370,12 +446,13 @@ static int plugin_plan_batch(void *state, const tsim_record *const *recs, int n,
     }
     for (int start = 0; start < n; start += ps->slots_per_plan) {
         int m = n - start < ps->slots_per_plan ? n - start : ps->slots_per_plan;
-        for (int k = 0; k < m; k++) {
-            view_record(&ps->recs[k], recs[start + k]);
-            reset_public(&ps->plans[k]);
-        }
+        for (int k = 0; k < m; k++)
+            fill_slot(ps, k, recs[start + k]);
         ps->error[0] = '\0';
-        if (ps->d->plan_batch(ps->inner, ps->rec_ptrs, m, ps->plans, ps->error, sizeof ps->error) != 0) {
+        tsim_external_enter(ps->cfg->label);
+        int failed = ps->d->plan_batch(ps->inner, ps->rec_ptrs, m, ps->plans, ps->error, sizeof ps->error);
+        tsim_external_leave();
+        if (failed != 0) {
             ps->error[sizeof ps->error - 1] = '\0';
             return tsim_error_set(err, TSIM_E_INPUT, "record %lld: plugin '%s' failed on the batch of records "
                                   "%lld..%lld: %s", (long long)recs[start]->index, ps->d->name,
@@ -383,7 +460,7 @@ static int plugin_plan_batch(void *state, const tsim_record *const *recs, int n,
                                   ps->error[0] ? ps->error : "(no message)");
         }
         for (int k = 0; k < m; k++) {
-            int rc = take_plan(ps, &ps->plans[k], &plans[start + k], err);
+            int rc = take_plan(ps, k, &plans[start + k], err);
             if (rc) {
                 tsim_error_prefix(err, "record %lld", (long long)recs[start + k]->index);
                 return rc;

@@ -17,6 +17,7 @@ typedef struct {
     int slots;
     double lambda_eval;
     bool timing, step_model_on, per_record;
+    bool planners_given; /* --planners given: else replay leaves lplb out where it cannot run */
     tsim_step_model step_model;
 } tsim_replay_merge_config;
 

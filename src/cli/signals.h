@@ -1,5 +1,6 @@
-/* Signal handling belongs to the CLI: a terminating signal removes every
- * temporary output file and exits with 128 + the signal. */
+/* Signal handling belongs to the CLI: every signal that ends the process,
+ * a crash, and exit() from inside a plugin remove every temporary output
+ * file and the exec planners (signals.c says how each ends). */
 #ifndef TSIM_SIGNALS_H
 #define TSIM_SIGNALS_H
 

@@ -223,13 +223,14 @@ void tsim_option_visit_one(const char *planner, const tsim_option_spec *o, const
     tsim_option_value v = {.spec = o, .value = (const char *)block + o->offset};
     tsim_option_key(planner, o, v.key, sizeof v.key);
     v.is_default = at_default(o, block);
+    v.common = !planner[0];
     fn(&v, ctx);
 }
 
 void tsim_planner_options_each(const tsim_planner *p, tsim_option_visit fn, void *ctx)
 {
-    if (p->desc->reads_lambda_plan)
-        tsim_option_visit_one(p->desc->name, &tsim_planner_common_options[0], &p->common, fn, ctx);
+    for (const tsim_option_spec *o = tsim_planner_common_options; o->name; o++)
+        tsim_option_visit_one("", o, &p->common, fn, ctx);
     if (p->desc->options_each) {
         p->desc->options_each(&p->common, fn, ctx);
         return;

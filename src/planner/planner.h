@@ -56,9 +56,9 @@ typedef struct {
     const char *arg;     /* the value's name in --help ("N", "X"); NULL for flags */
     const char *def;     /* the default, as typed on the command line; NULL for flags */
     const char *help;    /* one line; "(default ...)" is added unless it says it */
-    /* Recorded in JSON options only when it differs from its default (so that
-     * results written before it existed keep their bytes). */
-    bool record_if_set;
+    /* Not recorded in JSON options: it changes where a planner runs, never
+     * its plans (taot-device), so plans dumped anywhere stay byte-identical. */
+    bool not_recorded;
 } tsim_option_spec;
 
 /* Options every planner may read (--lambda-plan), NULL-name terminated;
@@ -79,6 +79,7 @@ typedef struct {
     char key[64];
     const void *value;
     bool is_default;     /* equal to the table's default */
+    bool common;         /* one of tsim_planner_common_options */
 } tsim_option_value;
 
 /* The JSON key of option spec of planner `planner`. */
@@ -178,8 +179,8 @@ void tsim_planner_stop(tsim_planner *p);
 /* Sets every option of table in block to its default (flags: true). */
 void tsim_option_table_defaults(const tsim_option_spec *table, void *block);
 
-/* Calls fn for every option p records: lambda-plan when the planner reads it,
- * then its own table in order. External planners list theirs through
+/* Calls fn for every option of p: the common ones, then its own table in
+ * order. External planners list theirs through
  * desc->options_each. */
 void tsim_planner_options_each(const tsim_planner *p, tsim_option_visit fn, void *ctx);
 /* Calls fn for option o of a planner called planner (the prefix its key

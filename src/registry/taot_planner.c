@@ -103,13 +103,13 @@ bool tsim_taot_gpu_fell_back(const void *state, char *why, size_t n)
 
 /* --taot-* options: parsed, defaulted and listed in --help from here. */
 static const tsim_option_spec taot_options[] = {
-    {.name = "taot-iters", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_taot_options, iters), .lo = 0, .hi = 100000, .arg = "N", .def = "50", .help = "Sinkhorn rounds"},
     {.name = "taot-phase3", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_taot_options, phase3), .choices = "auction|split", .arg = "auction|split", .def = "auction", .help = "TAOT token assignment"},
     {.name = "taot-no-flow-hint", .type = TSIM_OPTION_CLEAR, .offset = offsetof(tsim_taot_options, flow_hint), .help = "drop the Phase-1 Sinkhorn term from the score"},
     {.name = "taot-no-comm-cost", .type = TSIM_OPTION_CLEAR, .offset = offsetof(tsim_taot_options, comm_cost), .help = "drop the Phase-2 topology term from the score"},
+    {.name = "taot-iters", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_taot_options, iters), .lo = 0, .hi = 100000, .arg = "N", .def = "50", .help = "Sinkhorn rounds"},
     {.name = "taot-self-bonus", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_taot_options, self_bonus), .lo = -1000000.0, .hi = 1000000.0, .arg = "X", .def = "0", .help = "auction bonus for the guest's own tokens"},
     {.name = "taot-auction-rounds", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_taot_options, auction_rounds), .lo = 1, .hi = 100000000, .arg = "N", .def = "300", .help = "auction round cap"},
-    {.name = "taot-device", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_taot_options, device), .choices = "cpu|gpu", .arg = "cpu|gpu", .def = "cpu", .help = "where TAOT runs (default cpu; gpu falls back to cpu)", .record_if_set = true},
+    {.name = "taot-device", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_taot_options, device), .choices = "cpu|gpu", .arg = "cpu|gpu", .def = "cpu", .help = "where TAOT runs (default cpu; gpu falls back to cpu)", .not_recorded = true},
     {0},
 };
 

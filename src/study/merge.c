@@ -2,6 +2,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "experiments.h"
 #include "grid.h"
+#include "json_strict.h"
 #include "report.h"
 #include "stats.h"
 
@@ -84,6 +86,44 @@ int tsim_shard_owner(tsim_planner_memory memory, int planner, int64_t dense_laye
         return base > 0 ? (int)(extra + (seq - big) / base) : shard_count - 1;
     }
     }
+}
+
+/* ---- which trace a shard read ------------------------------------------------------ */
+
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+void tsim_trace_digest_init(tsim_trace_digest *d)
+{
+    d->hash = FNV_OFFSET;
+    d->records = 0;
+}
+
+/* One 64-bit word per step (eight byte-steps cost as much as parsing the
+ * number): FNV-1a's xor and multiply, then an xor-shift so that high bits
+ * reach the low ones. Each step is a bijection of the state, so a trace that
+ * differs in one value always hashes differently. */
+static void digest_int(tsim_trace_digest *d, int64_t v)
+{
+    uint64_t h = (d->hash ^ (uint64_t)v) * FNV_PRIME;
+    d->hash = h ^ (h >> 29);
+}
+
+void tsim_trace_digest_add(tsim_trace_digest *d, const tsim_record *rec)
+{
+    digest_int(d, rec->microbatch);
+    digest_int(d, rec->layer);
+    digest_int(d, rec->ranks);
+    digest_int(d, rec->experts);
+    const size_t cells = (size_t)rec->ranks * (size_t)rec->experts;
+    for (size_t i = 0; i < cells; i++)
+        digest_int(d, rec->counts[i]);
+    /* the tag with its length, so "ab"+"" and "a"+"b" differ */
+    size_t n = strnlen(rec->tag, sizeof rec->tag);
+    digest_int(d, (int64_t)n);
+    for (size_t i = 0; i < n; i++)
+        digest_int(d, (unsigned char)rec->tag[i]);
+    d->records++;
 }
 
 /* ---- the identity command line ------------------------------------------------------- */
@@ -206,6 +246,18 @@ static bool get_count(const cJSON *j, int64_t *v)
     return true;
 }
 
+/* An integer that fits an int (a cast of 1e300 would be undefined). */
+static bool get_int(const cJSON *j, int *v)
+{
+    if (!cJSON_IsNumber(j))
+        return false;
+    double d = j->valuedouble;
+    if (!(d >= INT_MIN && d <= INT_MAX) || d != floor(d))
+        return false;
+    *v = (int)d;
+    return true;
+}
+
 static const cJSON *item(const cJSON *o, const char *key)
 {
     return cJSON_GetObjectItemCaseSensitive(o, key);
@@ -260,6 +312,10 @@ cJSON *tsim_replay_partial_json(const tsim_session *s, const tsim_replay_partial
     cJSON *t = cJSON_AddObjectToObject(root, "trace");
     cJSON_AddStringToObject(t, "path", info->trace_path ? info->trace_path : "");
     cJSON_AddItemToObject(t, "records", count(info->records));
+    cJSON_AddItemToObject(t, "bytes", count(info->bytes));
+    char content[40];
+    snprintf(content, sizeof content, "fnv64w:%016llx", (unsigned long long)info->digest.hash);
+    cJSON_AddStringToObject(t, "content", content);
     cJSON_AddNumberToObject(t, "experts", info->header->experts);
     cJSON_AddNumberToObject(t, "ep", info->header->ep);
     cJSON_AddNumberToObject(t, "ranks_per_node", info->header->ranks_per_node);
@@ -355,6 +411,8 @@ static cJSON *row_json(const tsim_study_row *r)
     cJSON_AddNumberToObject(j, "comm_cost", r->comm_cost);
     cJSON_AddStringToObject(j, "key", r->key);
     cJSON_AddStringToObject(j, "planner", r->planner);
+    if (strcmp(tsim_study_row_method(r), r->planner) != 0) /* absent when the label is the name */
+        cJSON_AddStringToObject(j, "method", r->method);
     cJSON_AddBoolToObject(j, "ok", r->ok);
     cJSON_AddStringToObject(j, "error", r->error);
     cJSON_AddNumberToObject(j, "seeds", r->seeds);
@@ -423,46 +481,11 @@ static const char *const known_studies[] = {"replay", "table1", "ablation", "swe
 int tsim_partial_load(tsim_partial *p, const char *path, tsim_error *err)
 {
     memset(p, 0, sizeof *p);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    char *text = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 65536 + 1 > cap) {
-            size_t ncap = cap ? 2 * cap : 1 << 20;
-            char *grown = realloc(text, ncap);
-            if (!grown) {
-                free(text);
-                fclose(f);
-                return tsim_error_set(err, TSIM_E_INTERNAL, "%s: out of memory", path);
-            }
-            text = grown;
-            cap = ncap;
-        }
-        size_t got = fread(text + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    bool bad_read = ferror(f);
-    fclose(f);
-    if (bad_read) {
-        free(text);
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: read error", path);
-    }
-    text[len] = '\0';
-    const char *where = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &where, true);
-    if (!root) {
-        long line = 1;
-        for (const char *c = text; where && c < where; c++)
-            line += *c == '\n';
-        free(text);
-        return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld: not a JSON document (a partial result of --shard)", path,
-                              line);
-    }
-    free(text);
+    /* strict (no NUL or garbage after the value) and bounded like a JSON trace */
+    cJSON *root;
+    int rc = tsim_json_read_file(path, TSIM_JSON_DOC_MAX, "a partial result", &root, err);
+    if (rc)
+        return rc;
     p->root = root;
     p->path = strdup(path);
     const cJSON *part = item(root, "partial");
@@ -513,6 +536,38 @@ fail:
     return TSIM_E_INPUT;
 }
 
+static int damaged(const tsim_partial *p, const char *what, tsim_error *err)
+{
+    return tsim_error_set(err, TSIM_E_INPUT, "%s: damaged partial result (%s)", p->path, what);
+}
+
+/* Which trace a replay part read: the trace's size and its records' hash. */
+static int trace_identity(const tsim_partial *p, int64_t *bytes, const char **content, tsim_error *err)
+{
+    const cJSON *t = item(p->root, "trace"), *c = item(t, "content");
+    if (!get_count(item(t, "bytes"), bytes) || !cJSON_IsString(c) || strncmp(c->valuestring, "fnv64w:", 7) != 0)
+        return damaged(p, "trace size or content hash", err);
+    *content = c->valuestring + 7;
+    return TSIM_OK;
+}
+
+/* Replay shards must all have read one trace. Each hashes every record of it
+ * (its counting pass reads them all), so the hashes must be equal, not merely
+ * the path, header and meta, which another trace can share. */
+static int check_same_trace(const tsim_partial *a, const tsim_partial *b, tsim_error *err)
+{
+    int64_t bytes_a, bytes_b;
+    const char *hash_a, *hash_b;
+    if (trace_identity(a, &bytes_a, &hash_a, err) || trace_identity(b, &bytes_b, &hash_b, err))
+        return TSIM_E_INPUT;
+    if (bytes_a == bytes_b && strcmp(hash_a, hash_b) == 0)
+        return TSIM_OK;
+    return tsim_error_set(err, TSIM_E_INPUT,
+                          "%s and %s were computed from different traces (%lld bytes, records hash %s; %lld bytes, "
+                          "records hash %s): not shards of one run",
+                          a->path, b->path, (long long)bytes_a, hash_a, (long long)bytes_b, hash_b);
+}
+
 /* The first top-level field (but "command") where two parts differ. */
 static const char *first_difference(const cJSON *a, const cJSON *b)
 {
@@ -551,6 +606,10 @@ int tsim_partials_check(const tsim_partial *parts, int n, tsim_error *err)
     if (n < 1)
         return tsim_error_set(err, TSIM_E_INPUT, "no partial results to merge");
     const tsim_partial *first = &parts[0];
+    const bool replay = strcmp(first->study, "replay") == 0;
+    /* alone, the first part is checked against itself (its fields are there) */
+    if (replay && check_same_trace(first, first, err))
+        return TSIM_E_INPUT;
     for (int i = 1; i < n; i++) {
         const tsim_partial *p = &parts[i];
         bool same_argv = p->argc == first->argc;
@@ -568,6 +627,9 @@ int tsim_partials_check(const tsim_partial *parts, int n, tsim_error *err)
             return tsim_error_set(err, TSIM_E_INPUT, "%s is shard %d/%d but %s is shard %d/%d: not one split",
                                   first->path, first->shard.index, first->shard.count, p->path, p->shard.index,
                                   p->shard.count);
+        /* the same command line: a different study is a different command */
+        if (replay && check_same_trace(first, p, err))
+            return TSIM_E_INPUT;
         const char *diff = first_difference(first->root, p->root);
         if (diff)
             return tsim_error_set(err, TSIM_E_INPUT,
@@ -624,7 +686,8 @@ int tsim_replay_partial_setup_get(const tsim_partial *part, tsim_replay_partial_
         !get_count(item(t, "ep"), &ep) || !get_count(item(t, "ranks_per_node"), &rpn) ||
         !get_count(item(t, "topk"), &topk) || !get_count(item(t, "records"), &records) ||
         !cJSON_IsString(item(t, "path")) || experts < 1 || ep < 1 || rpn < 1 || experts > 1 << 24 ||
-        ep > 1 << 24 || rpn > 1 << 24 || cJSON_GetArraySize(results) > 64 || cJSON_GetArraySize(results) < 1)
+        ep > 1 << 24 || rpn > 1 << 24 || topk > 1 << 24 || cJSON_GetArraySize(results) > 64 ||
+        cJSON_GetArraySize(results) < 1)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: damaged partial result (trace, session or results)", part->path);
     out->trace_path = item(t, "path")->valuestring;
     out->records = records;
@@ -667,11 +730,6 @@ int tsim_replay_partial_setup_get(const tsim_partial *part, tsim_replay_partial_
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }
     return TSIM_OK;
-}
-
-static int damaged(const tsim_partial *p, const char *what, tsim_error *err)
-{
-    return tsim_error_set(err, TSIM_E_INPUT, "%s: damaged partial result (%s)", p->path, what);
 }
 
 static int sketch_from_json(const cJSON *j, tsim_sketch *k)
@@ -915,14 +973,14 @@ int tsim_replay_merge(tsim_session *s, const tsim_partial *parts, int n, tsim_er
 static int row_from_json(const cJSON *j, tsim_study_row *r)
 {
     memset(r, 0, sizeof *r);
-    double ep, slots, flow, comm, seeds;
+    int ep, slots, flow, comm, seeds;
     int64_t records;
     const cJSON *axis = item(j, "axis"), *key = item(j, "key"), *planner = item(j, "planner");
     const cJSON *error = item(j, "error");
-    if (!get_num(item(j, "ep"), &ep) || !get_num(item(j, "imbalance"), &r->imbalance) ||
-        !get_num(item(j, "slots"), &slots) || !get_num(item(j, "lambda_plan"), &r->lambda_plan) ||
-        !get_num(item(j, "lambda_eval"), &r->lambda_eval) || !get_num(item(j, "flow_hint"), &flow) ||
-        !get_num(item(j, "comm_cost"), &comm) || !get_num(item(j, "seeds"), &seeds) ||
+    if (!get_int(item(j, "ep"), &ep) || !get_num(item(j, "imbalance"), &r->imbalance) ||
+        !get_int(item(j, "slots"), &slots) || !get_num(item(j, "lambda_plan"), &r->lambda_plan) ||
+        !get_num(item(j, "lambda_eval"), &r->lambda_eval) || !get_int(item(j, "flow_hint"), &flow) ||
+        !get_int(item(j, "comm_cost"), &comm) || !get_int(item(j, "seeds"), &seeds) ||
         !get_count(item(j, "records"), &records) || !cJSON_IsString(key) || !cJSON_IsString(planner) ||
         !cJSON_IsString(error) || strlen(key->valuestring) >= sizeof r->key ||
         strlen(planner->valuestring) >= sizeof r->planner || !cJSON_IsBool(item(j, "ok")))
@@ -935,15 +993,19 @@ static int row_from_json(const cJSON *j, tsim_study_row *r)
         if (!r->axis)
             return -1;
     }
-    r->ep = (int)ep;
-    r->slots = (int)slots;
-    r->flow_hint = (int)flow;
-    r->comm_cost = (int)comm;
-    r->seeds = (int)seeds;
+    r->ep = ep;
+    r->slots = slots;
+    r->flow_hint = flow;
+    r->comm_cost = comm;
+    r->seeds = seeds;
     r->records = records;
     r->ok = cJSON_IsTrue(item(j, "ok"));
     snprintf(r->key, sizeof r->key, "%s", key->valuestring);
     snprintf(r->planner, sizeof r->planner, "%s", planner->valuestring);
+    const cJSON *method = item(j, "method"); /* the planner's name, when not its label */
+    if (method && (!cJSON_IsString(method) || strlen(method->valuestring) >= sizeof r->method))
+        return -1;
+    snprintf(r->method, sizeof r->method, "%s", method ? method->valuestring : r->planner);
     snprintf(r->error, sizeof r->error, "%s", error->valuestring);
     const cJSON *ms = item(j, "metrics");
     for (int m = 0; m < TSIM_M_COUNT; m++) {

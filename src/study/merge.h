@@ -32,7 +32,7 @@
 struct cJSON;
 
 /* Format number of the partial results this build writes and reads. */
-#define TSIM_PARTIAL_FORMAT 1
+#define TSIM_PARTIAL_FORMAT 2
 
 typedef struct {
     int index, count; /* count 0: not sharded */
@@ -69,6 +69,21 @@ int tsim_shard_owner(tsim_planner_memory memory, int planner, int64_t dense_laye
 char **tsim_argv_identity(int argc, char *const *argv, int *out_argc);
 void tsim_argv_free(char **argv);
 
+/* ---- which trace a shard read ------------------------------------------------------ */
+
+/* A content hash of a trace's records as they were read: 64-bit FNV-1a
+ * style over 64-bit words (merge.c), the words being each record's parsed
+ * values in order (microbatch, layer, R, E, the counts, the tag's length and
+ * bytes). It depends only on the records, not on -j, the machine or the
+ * file's encoding. */
+typedef struct {
+    uint64_t hash;
+    int64_t records;
+} tsim_trace_digest;
+
+void tsim_trace_digest_init(tsim_trace_digest *d);
+void tsim_trace_digest_add(tsim_trace_digest *d, const tsim_record *rec);
+
 /* ---- writing partial results ---------------------------------------------------- */
 
 typedef struct {
@@ -78,6 +93,12 @@ typedef struct {
     const char *trace_path;
     const tsim_trace_header *header;
     int64_t records;        /* records in the whole trace */
+    /* Which trace it was: every shard reads the whole trace once to count
+     * its records, so each hashes all of them and all shards must agree.
+     * (The scale issue's index will carry per-block hashes instead, so a
+     * shard will not have to read the whole trace to prove this.) */
+    tsim_trace_digest digest;
+    int64_t bytes;          /* the trace's size in bytes (compressed for .gz) */
     bool per_record;
     bool values;            /* keep per-record values (the unsharded run would) */
 } tsim_replay_partial_info;

@@ -1,41 +1,12 @@
 #include "vector.h"
 #include "parse.h"
+#include "json_strict.h"
 #include "registry.h"
+#include "trace.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *slurp(const char *path, tsim_error *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open", path);
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (n + 1 < cap)
-            break;
-        cap *= 2;
-        char *nb = realloc(buf, cap);
-        if (!nb) {
-            free(buf);
-            buf = NULL;
-        } else
-            buf = nb;
-    }
-    fclose(f);
-    if (!buf) {
-        tsim_error_set(err, TSIM_E_INTERNAL, "%s: out of memory", path);
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
-}
 
 static int get_int(const cJSON *obj, const char *key, int64_t *out)
 {
@@ -153,12 +124,11 @@ int tsim_vector_load(tsim_vector *v, const char *path, tsim_error *err)
     tsim_planner_options_default(&v->opts);
     v->slots = 2;
     v->ranks_per_node = 8;
-    char *text = slurp(path, err);
-    if (!text)
-        return err ? err->code : TSIM_E_INPUT;
-    v->root = cJSON_Parse(text);
-    free(text);
-    if (!v->root || !cJSON_IsObject(v->root))
+    /* strict, like every JSON taotsim reads */
+    int rc = tsim_json_read_file(path, TSIM_JSON_DOC_MAX, "a spec vector", &v->root, err);
+    if (rc)
+        return rc;
+    if (!cJSON_IsObject(v->root))
         BAD("not a JSON object");
     copy_str(v->name, sizeof v->name, v->root, "name");
     copy_str(v->source, sizeof v->source, v->root, "source");
@@ -312,11 +282,18 @@ void tsim_vector_free(tsim_vector *v)
     memset(v, 0, sizeof *v);
 }
 
-static void add_option(const tsim_option_value *v, void *json)
+typedef struct {
+    cJSON *json;
+    bool as_text; /* an external planner's options: their text */
+} options_out;
+
+static void add_option(const tsim_option_value *v, void *ctx)
 {
-    if (v->spec->record_if_set && v->is_default)
+    const options_out *out = ctx;
+    cJSON *json = out->json;
+    if (v->spec->not_recorded)
         return;
-    switch (v->spec->type) {
+    switch (out->as_text && !v->common ? TSIM_OPTION_STRING : v->spec->type) {
     case TSIM_OPTION_DOUBLE:
         cJSON_AddNumberToObject(json, v->key, *(const double *)v->value);
         break;
@@ -344,7 +321,8 @@ cJSON *tsim_vector_options_json(const tsim_planner *p, int slots, int ranks_per_
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "slots", slots);
     cJSON_AddNumberToObject(j, "ranks_per_node", ranks_per_node);
-    tsim_planner_options_each(p, add_option, j);
+    options_out out = {.json = j, .as_text = p->desc->external};
+    tsim_planner_options_each(p, add_option, &out);
     return j;
 }
 

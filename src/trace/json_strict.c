@@ -2,6 +2,9 @@
  * containers, so no input can exhaust the C stack). */
 #include "json_strict.h"
 
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -9,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define BAD ((size_t)-1)
 
@@ -323,4 +328,136 @@ size_t tsim_json_check_all(const char *text, size_t len, tsim_json_fault *fault)
         return unexpected(&c, p);
     }
     return len;
+}
+
+/* ---- whole documents ------------------------------------------------------------ */
+
+/* Up to 24 bytes of text[from..to) on one line, control bytes shown as '?'. */
+static void excerpt(char *out, const char *text, size_t from, size_t to)
+{
+    size_t n = 0;
+    for (size_t i = from; i < to && n < 24 && text[i] != '\n'; i++)
+        out[n++] = (unsigned char)text[i] < 0x20 ? '?' : text[i];
+    out[n] = '\0';
+}
+
+cJSON *tsim_json_parse_strict(const char *text, size_t len, const char *name, tsim_error *err)
+{
+    tsim_json_fault f;
+    if (tsim_json_skip_ws(text, len, 0) == len) {
+        tsim_error_set(err, TSIM_E_INPUT, "%s: empty, not JSON", name);
+        return NULL;
+    }
+    if (tsim_json_check_all(text, len, &f) == BAD) {
+        size_t at = f.at < len ? f.at : len, line_start = 0;
+        long line = 1;
+        for (size_t i = 0; i < at; i++)
+            if (text[i] == '\n') {
+                line++;
+                line_start = i + 1;
+            }
+        long col = (long)(at - line_start) + 1;
+        if (f.what[0])
+            tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: malformed JSON: %s", name, line, col, f.what);
+        else if (at >= len)
+            tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: malformed JSON: the text ends early (truncated?)", name,
+                           line, col);
+        else {
+            char near[28];
+            excerpt(near, text, at, len);
+            tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: malformed JSON near \"%s\"", name, line, col, near);
+        }
+        return NULL;
+    }
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root)
+        tsim_error_set(err, TSIM_E_INTERNAL, "%s: out of memory parsing JSON", name);
+    return root;
+}
+
+/* The whole of fd (at most max bytes) into *buf; returns 0, 1 when it is
+ * longer than max, or -1 with errno. */
+static int read_bounded(int fd, size_t max, size_t size_hint, char **buf, size_t *len)
+{
+    size_t cap = size_hint && size_hint <= max ? size_hint + 2 : 1 << 16, n = 0;
+    char *b = malloc(cap);
+    if (!b)
+        return -1;
+    for (;;) {
+        if (n + 1 == cap) {
+            if (n > max) {
+                free(b);
+                return 1;
+            }
+            /* one byte past max is enough to know the file is too long */
+            size_t grown = cap * 2 > max + 2 ? max + 2 : cap * 2;
+            char *g = realloc(b, grown);
+            if (!g) {
+                free(b);
+                return -1;
+            }
+            b = g;
+            cap = grown;
+        }
+        ssize_t got = read(fd, b + n, cap - n - 1);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int e = errno;
+            free(b);
+            errno = e;
+            return -1;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    if (n > max) {
+        free(b);
+        return 1;
+    }
+    b[n] = '\0';
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+int tsim_json_read_file(const char *path, size_t max, const char *what, cJSON **out, tsim_error *err)
+{
+    *out = NULL;
+    const bool std_in = strcmp(path, "-") == 0;
+    const char *name = std_in ? "standard input" : path;
+    int fd = std_in ? STDIN_FILENO : open(path, O_RDONLY);
+    if (fd < 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open: %s", name, strerror(errno));
+    struct stat st;
+    int rc = TSIM_OK;
+    if (fstat(fd, &st) != 0 || S_ISDIR(st.st_mode))
+        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: cannot read: it is a directory", name);
+    else if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max)
+        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: %s may be at most %zu MiB, this file has %lld bytes", name,
+                            what, max >> 20, (long long)st.st_size);
+    char *buf = NULL;
+    size_t len = 0;
+    if (rc == TSIM_OK) {
+        int got = read_bounded(fd, max, S_ISREG(st.st_mode) ? (size_t)st.st_size : 0, &buf, &len);
+        if (got == 1)
+            rc = tsim_error_set(err, TSIM_E_INPUT, "%s: %s may be at most %zu MiB, and this input goes on beyond that",
+                                name, what, max >> 20);
+        else if (got < 0)
+            rc = tsim_error_set(err, errno == ENOMEM ? TSIM_E_INTERNAL : TSIM_E_INPUT, "%s: read error: %s", name,
+                                strerror(errno));
+    }
+    if (!std_in)
+        close(fd);
+    if (rc == TSIM_OK) {
+        tsim_error parse_err = {0};
+        if (!(*out = tsim_json_parse_strict(buf, len, name, &parse_err))) {
+            rc = parse_err.code;
+            if (err)
+                *err = parse_err;
+        }
+    }
+    free(buf);
+    return rc;
 }

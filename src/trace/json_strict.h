@@ -7,6 +7,10 @@
 
 #include <stddef.h>
 
+#include "error.h"
+
+struct cJSON;
+
 /* Containers nested deeper than this are refused (cJSON's own limit is 1000). */
 #define TSIM_JSON_MAX_DEPTH 512
 /* The longest number accepted: cJSON reads at most 63 characters of one. */
@@ -35,5 +39,21 @@ static inline int tsim_json_is_ws(char c)
 
 /* Offset of the first byte at or after `from` that is not JSON whitespace. */
 size_t tsim_json_skip_ws(const char *text, size_t len, size_t from);
+
+/* Every JSON document taotsim reads whole (partial results, regimes, spec
+ * vectors, results to plot) goes through these, so cJSON only ever sees text
+ * the checker accepted: a NUL byte, trailing garbage or "00012" is an error.
+ * name is how messages call the text (a file name). */
+
+/* Parses text[0..len) as one JSON document (one value, only whitespace
+ * around it). NULL with err: TSIM_E_INPUT "NAME:LINE:COLUMN: malformed
+ * JSON..." (or "NAME: empty, not JSON"), TSIM_E_INTERNAL out of memory. */
+struct cJSON *tsim_json_parse_strict(const char *text, size_t len, const char *name, tsim_error *err);
+
+/* Reads the file at path ("-": standard input) and parses it as above. A file
+ * longer than max bytes (a multiple of 1 MiB) is refused before it is read when its size is known,
+ * and as soon as max is passed otherwise (pipes, /dev/zero); `what` names the
+ * kind of document in that message ("a partial result"). */
+int tsim_json_read_file(const char *path, size_t max, const char *what, struct cJSON **out, tsim_error *err);
 
 #endif

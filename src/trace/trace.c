@@ -439,6 +439,37 @@ void tsim_reader_row_done(tsim_reader *r)
 
 /* ---- opening ----------------------------------------------------------- */
 
+/* --rpn, and the nodes it makes of the (effective) EP size: whole nodes, or
+ * one node when it is at least ep. The import formats record no ranks per
+ * node, so without --rpn they get 8, said once in a warning: a run that
+ * silently sees one node and no inter-node traffic looks plausible. */
+static int apply_rpn(tsim_reader *r, const char *path, const tsim_read_options *opts, tsim_error *err)
+{
+    const int ep = r->hdr.ep, rpn = opts->ranks_per_node;
+    if (rpn > 0) {
+        if (rpn < ep && ep % rpn != 0)
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s: --rpn %d does not divide ep %d: nodes hold whole groups of ranks (give a "
+                                  "divisor of %d, or %d or more for one node)",
+                                  path, rpn, ep, ep, ep);
+        r->hdr.ranks_per_node = rpn;
+        return TSIM_OK;
+    }
+    if (r->fmt != TSIM_FMT_CSV && r->fmt != TSIM_FMT_NPY && r->fmt != TSIM_FMT_SAFETENSORS &&
+        r->fmt != TSIM_FMT_MEGATRON)
+        return TSIM_OK; /* JSON traces record it (8 when absent, as the format says) */
+    const int nodes = (ep + r->hdr.ranks_per_node - 1) / r->hdr.ranks_per_node;
+    char shape[96];
+    if (nodes == 1)
+        snprintf(shape, sizeof shape, "ep %d is one node, so no token crosses nodes", ep);
+    else
+        snprintf(shape, sizeof shape, "ep %d is %d nodes", ep, nodes);
+    if (tsim_reader_warn(r, "%s: the trace does not record the ranks per node: assuming %d (%s); give --rpn N", path,
+                         r->hdr.ranks_per_node, shape))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    return TSIM_OK;
+}
+
 int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_options *opts, tsim_error *err)
 {
     *out = NULL;
@@ -504,8 +535,10 @@ int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_option
         free(r->hdr.home);
         r->hdr.home = NULL;
     }
-    if (opts->ranks_per_node > 0)
-        r->hdr.ranks_per_node = opts->ranks_per_node;
+    if ((rc = apply_rpn(r, path, opts, err))) {
+        tsim_reader_close(r);
+        return rc;
+    }
 
     /* Each limit alone still allows a 2 GiB record (ep 4096 x 65536 experts). */
     if ((int64_t)r->hdr.ep * r->hdr.experts > TSIM_MAX_CELLS) {

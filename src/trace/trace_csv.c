@@ -5,12 +5,12 @@
  * (tag, iteration, layer), split evenly over --ep ranks; with one, one row per
  * source rank, the rows of a record next to each other, and the ranks of the
  * first record give the EP size. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "topology.h"
+#include "utf8.h"
 #include "trace_internal.h"
 
 typedef struct csv_field {
@@ -19,9 +19,9 @@ typedef struct csv_field {
 } csv_field;
 
 /* Splits a line into fields in place. Fields beyond `max` are counted, not
- * stored. Returns the field count, or -1 (with *bad_col) for an unterminated
- * quote. */
-static long split_fields(char *line, csv_field *fields, long max, long *bad_col)
+ * stored. Returns the field count, or -1 with *bad_col and *problem for an
+ * unterminated quote or text after a closing quote ("a"b is not ab). */
+static long split_fields(char *line, csv_field *fields, long max, long *bad_col, const char **problem)
 {
     long n = 0;
     char *p = line;
@@ -36,6 +36,7 @@ static long split_fields(char *line, csv_field *fields, long max, long *bad_col)
             for (;;) {
                 if (*p == '\0') {
                     *bad_col = (long)(start - line) + 1;
+                    *problem = "unterminated quoted field";
                     return -1;
                 }
                 if (*p == '"') {
@@ -49,11 +50,15 @@ static long split_fields(char *line, csv_field *fields, long max, long *bad_col)
                 }
                 *w++ = *p++;
             }
-            char *tail = w;
-            while (*p && *p != ',')
-                *tail++ = *p++; /* text after the closing quote stays, and then fails to parse */
+            while (*p == ' ' || *p == '\t' || *p == '\r')
+                p++;
+            if (*p && *p != ',') {
+                *bad_col = (long)(p - line) + 1;
+                *problem = "text after the closing quote of a quoted field (a quote inside one is written \"\")";
+                return -1;
+            }
             char sep = *p;
-            *tail = '\0';
+            *w = '\0';
             if (n < max) {
                 fields[n].text = text;
                 fields[n].col = (long)(start - line) + 1;
@@ -89,20 +94,78 @@ static char *trim(char *s)
     return s;
 }
 
-/* Parses a non-negative integer cell. Integral decimals ("12.0", as pandas
- * writes float columns) are accepted; anything else is named in the message,
- * which is only formatted on the error path (this runs once per cell). */
+/* The exact value of a decimal number that is an integer:
+ * [+-]digits[.digits][(e|E)[+-]digits]. "12.0" (as pandas writes float
+ * columns) and "1e3" are integers; "5.0000000000000001" is not, although it
+ * rounds to 5 as a double. Returns 0 with *out, 1 when malformed, 2 when not
+ * a non-negative integer, 3 when above max. */
+static int decimal_uint(const char *s, int64_t max, int64_t *out)
+{
+    bool negative = *s == '-';
+    if (*s == '+' || *s == '-')
+        s++;
+    const char *m = s;
+    long len = 0, point = -1;
+    for (; (*s >= '0' && *s <= '9') || (*s == '.' && point < 0); s++) {
+        if (*s == '.')
+            point = len;
+        else
+            len++;
+    }
+    if (len == 0)
+        return 1;
+    long frac = point < 0 ? 0 : len - point, exp = 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        bool eneg = *s == '-';
+        if (*s == '+' || *s == '-')
+            s++;
+        if (!(*s >= '0' && *s <= '9'))
+            return 1;
+        for (; *s >= '0' && *s <= '9'; s++)
+            if (exp < 1000000)
+                exp = exp * 10 + (*s - '0');
+        exp = eneg ? -exp : exp;
+    }
+    if (*s)
+        return 1;
+/* the i-th digit of the mantissa, its point skipped */
+#define DIGIT(i) (m[(i) + (point >= 0 && (i) >= point)] - '0')
+    long first = 0;
+    while (first < len && DIGIT(first) == 0)
+        first++;
+    if (first == len) {
+        *out = 0;
+        return 0;
+    }
+    if (negative)
+        return 2;
+    const long whole = len - frac + exp; /* digits before the value's decimal point */
+    for (long i = whole > first ? whole : first; i < len; i++)
+        if (DIGIT(i))
+            return 2;
+    if (whole - first > 16)
+        return 3; /* at least 10^16, above every limit */
+    int64_t v = 0;
+    for (long i = first; i < whole; i++)
+        v = v * 10 + (i < len ? DIGIT(i) : 0);
+#undef DIGIT
+    if (v > max)
+        return 3;
+    *out = v;
+    return 0;
+}
+
+/* Parses a non-negative integer cell (decimal_uint). Anything else is named
+ * in the message, which is only formatted on the error path (this runs once
+ * per cell). */
 static int csv_uint(const tsim_reader *r, long line, const csv_field *f, int64_t recno, const char *name, int expert,
                     int64_t max, const char *max_text, int64_t *out, tsim_error *err)
 {
     const char *s = trim(f->text);
-    bool numeric = *s && strspn(s, "0123456789+-.eE") == strlen(s);
-    char *end = NULL;
-    double d = numeric ? strtod(s, &end) : 0.0;
-    if (numeric && end != s && *end == '\0' && isfinite(d) && d >= 0 && d == floor(d) && d <= (double)max) {
-        *out = (int64_t)d;
+    int bad = decimal_uint(s, max, out);
+    if (bad == 0)
         return 0;
-    }
     char where[TSIM_ERROR_MSG_MAX];
     if (expert >= 0)
         snprintf(where, sizeof where, "%s:%ld:%ld: record %lld: expert %d", r->path, line, f->col, (long long)recno,
@@ -111,7 +174,7 @@ static int csv_uint(const tsim_reader *r, long line, const csv_field *f, int64_t
         snprintf(where, sizeof where, "%s:%ld:%ld: record %lld: %s", r->path, line, f->col, (long long)recno, name);
     if (*s == '\0')
         return tsim_error_set(err, TSIM_E_INPUT, "%s is empty, expected a non-negative integer", where);
-    if (!numeric || end == s || *end != '\0' || !isfinite(d)) {
+    if (bad == 1) {
         char shown[40];
         size_t n = 0;
         for (; s[n] && n < 32; n++)
@@ -120,9 +183,24 @@ static int csv_uint(const tsim_reader *r, long line, const csv_field *f, int64_t
         return tsim_error_set(err, TSIM_E_INPUT, "%s is \"%s%s\", expected a non-negative integer", where, shown,
                               s[n] ? "..." : "");
     }
-    if (d > (double)max)
+    if (bad == 3)
         return tsim_error_set(err, TSIM_E_INPUT, "%s is %.40s, above the limit of %s", where, s, max_text);
     return tsim_error_set(err, TSIM_E_INPUT, "%s is %.40s, expected a non-negative integer", where, s);
+}
+
+/* The offset of the first byte of s that is not valid UTF-8, or -1. Tags
+ * end up in JSON, which must be UTF-8: such a tag would write a trace that
+ * no reader accepts. */
+static long invalid_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        int n = tsim_utf8_sequence(p);
+        if (n == 0)
+            return (long)(p - (const unsigned char *)s);
+        p += n;
+    }
+    return -1;
 }
 
 /* The key columns of one row; the expert cells stay in r->csv_row. */
@@ -147,10 +225,11 @@ static int read_row(tsim_reader *r, int64_t recno, row_key *k, tsim_error *err)
     const long want = r->csv_fields;
     csv_field *f = r->csv_row;
     long bad_col = 0;
-    long n = split_fields(line, f, want, &bad_col);
+    const char *problem = "";
+    long n = split_fields(line, f, want, &bad_col, &problem);
     if (n < 0)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: record %lld: unterminated quoted field", r->path, ln,
-                              bad_col, (long long)recno);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: record %lld: %s", r->path, ln, bad_col,
+                              (long long)recno, problem);
     if (n != want)
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s:%ld: record %lld: row has %ld fields, expected %ld (as in the header)", r->path, ln,
@@ -161,6 +240,13 @@ static int read_row(tsim_reader *r, int64_t recno, row_key *k, tsim_error *err)
     if (strlen(tag) >= TSIM_TAG_MAX)
         return tsim_error_set(err, TSIM_E_INPUT, "%s:%ld:%ld: record %lld: \"%s\" is longer than %d bytes", r->path, ln,
                               f[i].col, (long long)recno, r->csv_tag_name, TSIM_TAG_MAX - 1);
+    long bad = invalid_utf8(tag);
+    if (bad >= 0)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s:%ld:%ld: record %lld: \"%s\" is not valid UTF-8 (byte %ld of the value is 0x%02x): "
+                              "tags are JSON strings",
+                              r->path, ln, f[i].col, (long long)recno, r->csv_tag_name, bad + 1,
+                              (unsigned)(unsigned char)tag[bad]);
     memcpy(k->tag, tag, strlen(tag) + 1);
     rc = csv_uint(r, ln, &f[i + 1], recno, "\"iteration\"", -1, TSIM_MAX_INDEX, "2^53 - 1", &k->microbatch, err);
     if (!rc)
@@ -364,10 +450,11 @@ int tsim_csv_open(tsim_reader *r, bool gz, const tsim_read_options *opts, tsim_e
     if (!copy)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     long bad_col = 0;
-    long n = split_fields(copy, NULL, 0, &bad_col);
+    const char *problem = "";
+    long n = split_fields(copy, NULL, 0, &bad_col, &problem);
     free(copy);
     if (n < 0)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s:1:%ld: CSV header: unterminated quoted field", r->path, bad_col);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s:1:%ld: CSV header: %s", r->path, bad_col, problem);
     if (n > TSIM_MAX_EXPERTS + 5)
         return tsim_error_set(err, TSIM_E_INPUT, "%s:1: CSV header: %ld columns, above the limit of %d experts",
                               r->path, n, TSIM_MAX_EXPERTS);
@@ -375,7 +462,7 @@ int tsim_csv_open(tsim_reader *r, bool gz, const tsim_read_options *opts, tsim_e
     if (!r->csv_row)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     csv_field *f = r->csv_row;
-    split_fields(line, f, n, &bad_col);
+    split_fields(line, f, n, &bad_col, &problem);
     for (long i = 0; i < n; i++)
         f[i].text = trim(f[i].text);
 
@@ -396,6 +483,9 @@ int tsim_csv_open(tsim_reader *r, bool gz, const tsim_read_options *opts, tsim_e
     if (strcmp(f[tag].text, "dataset") != 0 && !tag_column)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     r->csv_tag_column = tag_column;
+    if (invalid_utf8(f[tag].text) >= 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s:1:%ld: CSV header: the name of column %ld is not valid UTF-8",
+                              r->path, f[tag].col, tag + 1);
     snprintf(r->csv_tag_name, sizeof r->csv_tag_name, "%.40s", f[tag].text);
     for (char *c = r->csv_tag_name; *c; c++)
         if ((unsigned char)*c < 0x20 || *c == 0x7f)

@@ -66,6 +66,15 @@ typedef struct {
     uint64_t gen;
     int64_t kept; /* calls kept so far (rank 0) */
 
+    /* a token's ids are distinct: seen[id] == row_stamp for the ids of the
+     * row being parsed (no clearing per row) */
+    uint32_t *seen;
+    uint32_t row_stamp;
+    /* ids per token: the first call that had tokens, and where */
+    int64_t topk_seen; /* -1 while unknown */
+    int topk_rank;
+    long topk_line;
+
     char warned_stage[MAX_STAGE_WARNINGS][32];
     int n_warned_stage;
 } megatron;
@@ -81,6 +90,9 @@ typedef struct {
      * the other block may well have more experts) */
     int64_t bad_id, bad_row;
     size_t bad_at;
+    /* the first id a token picks twice (-1: none), reported like bad_id */
+    int64_t dup_id, dup_row;
+    size_t dup_at;
 } call;
 
 typedef struct {
@@ -225,6 +237,10 @@ static size_t parse_ids(const line_ctx *c, megatron *m, size_t p, int64_t *row, 
         size_t row_at = p;
         p = skip_ws(c, p + 1);
         int64_t n = 0;
+        if (++m->row_stamp == 0) {
+            memset(m->seen, 0, sizeof *m->seen * (size_t)(TSIM_MAX_EXPERTS + 1));
+            m->row_stamp = 1;
+        }
         if (p < c->len && s[p] == ']') {
             p++;
         } else {
@@ -250,6 +266,12 @@ static size_t parse_ids(const line_ctx *c, megatron *m, size_t p, int64_t *row, 
                 }
                 if ((int64_t)v > k->max_id)
                     k->max_id = (int64_t)v;
+                if (m->seen[v] == m->row_stamp && k->dup_id < 0) {
+                    k->dup_id = (int64_t)v;
+                    k->dup_row = k->rows;
+                    k->dup_at = at;
+                }
+                m->seen[v] = m->row_stamp;
                 if (E > 0 && v >= (uint64_t)E) {
                     if (k->bad_id < 0) {
                         k->bad_id = (int64_t)v;
@@ -304,6 +326,7 @@ static int parse_call(const line_ctx *c, megatron *m, int64_t *row, call *k)
     memset(k, 0, sizeof *k);
     k->block = BLOCK_DECODER;
     k->bad_id = -1;
+    k->dup_id = -1;
     const char *s = c->line;
     bool seen[K_N] = {false};
     size_t p = skip_ws(c, 0);
@@ -466,6 +489,11 @@ static int next_call(tsim_reader *r, megatron *m, int rank, int64_t *row, call *
                 return line_fail(&c, k->bad_at, "\"top_indices\" row %lld: expert id %lld is out of range 0..%lld%s",
                                  (long long)k->bad_row, (long long)k->bad_id, (long long)m->experts - 1,
                                  m->experts_given ? " (--experts)" : "");
+            if (k->dup_id >= 0)
+                return line_fail(&c, k->dup_at,
+                                 "\"top_indices\" row %lld: expert id %lld appears twice (a token picks topk distinct "
+                                 "experts)",
+                                 (long long)k->dup_row, (long long)k->dup_id);
             return 1;
         }
         if (!stage_ok) {
@@ -536,12 +564,41 @@ static int64_t *layer_calls(megatron *m, int64_t layer)
     return &m->slots[j].calls;
 }
 
+/* Every token picks the same number of experts: on every rank of a call
+ * (first_picks: rank 0's), and in every call. picks < 0: the call has no
+ * tokens and no "topk", so it says nothing. */
+static int check_topk(megatron *m, int rank, long lineno, int64_t picks, int64_t first_picks, long first_line,
+                      tsim_error *err)
+{
+    if (picks < 0)
+        return TSIM_OK;
+    if (rank > 0 && first_picks >= 0 && picks != first_picks)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s:%ld: tokens pick %lld experts, but in the same call on rank 0 (%s:%ld) they pick "
+                              "%lld: every rank uses the same topk",
+                              m->files[rank].path, lineno, (long long)picks, m->files[0].path, first_line,
+                              (long long)first_picks);
+    if (m->topk_seen < 0) {
+        m->topk_seen = picks;
+        m->topk_rank = rank;
+        m->topk_line = lineno;
+    } else if (picks != m->topk_seen) {
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s:%ld: tokens pick %lld experts, but at %s:%ld they pick %lld: every router call uses "
+                              "the same topk",
+                              m->files[rank].path, lineno, (long long)picks, m->files[m->topk_rank].path, m->topk_line,
+                              (long long)m->topk_seen);
+    }
+    return TSIM_OK;
+}
+
 static int megatron_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
 {
     megatron *m = r->ext;
     const size_t E = (size_t)m->experts;
     call first, k;
     long first_line = 0;
+    int64_t first_picks = -1;
     int rc;
     tsim_reader_begin_counts(r);
     for (int rank = 0; rank < m->ranks; rank++) {
@@ -584,6 +641,11 @@ static int megatron_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
                                   m->files[rank].path, lineno, (long long)k.step, (long long)k.layer,
                                   m->files[0].path, first_line, (long long)first.step, (long long)first.layer);
         }
+        const int64_t picks = c->rows > 0 ? c->row_len : c->has_topk ? c->topk : -1;
+        if ((rc = check_topk(m, rank, lineno, picks, first_picks, first_line, err)))
+            return rc;
+        if (rank == 0)
+            first_picks = picks;
         tsim_reader_row_done(r);
     }
     /* microbatch: the i-th call of this layer within the step */
@@ -625,6 +687,7 @@ static void megatron_close(tsim_reader *r)
         free(m->files);
     }
     free(m->slots);
+    free(m->seen);
     free(m);
     r->ext = NULL;
 }
@@ -642,15 +705,18 @@ static void megatron_progress(const tsim_reader *r, int64_t *bytes, int64_t *don
     *total = m->total_size;
 }
 
-/* router_trace_rank{N}.jsonl or .jsonl.gz: N, or -1 when the name is not one. */
+/* router_trace_rank{N}.jsonl or .jsonl.gz: N; -1 when the name is no rank
+ * file's; -2 when it spells a rank with leading zeros (rank01), which
+ * Megatron never writes. */
 static long rank_of(const char *name, bool *gz)
 {
     size_t pl = strlen(PREFIX);
     if (strncmp(name, PREFIX, pl) != 0)
         return -1;
     const char *p = name + pl;
-    if (*p < '0' || *p > '9' || (*p == '0' && p[1] >= '0' && p[1] <= '9'))
+    if (*p < '0' || *p > '9')
         return -1;
+    bool leading_zero = *p == '0' && p[1] >= '0' && p[1] <= '9';
     long n = 0;
     while (*p >= '0' && *p <= '9' && n <= TSIM_MAX_RANKS)
         n = n * 10 + (*p++ - '0');
@@ -660,7 +726,7 @@ static long rank_of(const char *name, bool *gz)
         *gz = true;
     else
         return -1;
-    return n;
+    return leading_zero ? -2 : n;
 }
 
 /* Finds the rank files: 0..N-1, all present, each once. */
@@ -679,12 +745,20 @@ static int find_files(tsim_reader *r, megatron *m, tsim_error *err)
     }
     int rc = TSIM_OK;
     long hi = -1;
+    /* names like rank files: [0] with leading zeros (rank01), [1] others */
+    char odd[2][256];
+    long odd_n[2] = {0, 0};
     struct dirent *e;
     while (!rc && (e = readdir(d))) {
         bool is_gz = false;
         long n = rank_of(e->d_name, &is_gz);
-        if (n < 0)
+        if (n < 0) {
+            /* readdir's order is the file system's: name the first in byte order */
+            int kind = n == -2 ? 0 : strncmp(e->d_name, PREFIX, strlen(PREFIX)) == 0 ? 1 : -1;
+            if (kind >= 0 && (odd_n[kind]++ == 0 || strcmp(e->d_name, odd[kind]) < 0))
+                snprintf(odd[kind], sizeof odd[kind], "%s", e->d_name);
             continue;
+        }
         if (n >= TSIM_MAX_RANKS) {
             rc = tsim_error_set(err, TSIM_E_INPUT, "%s: %s: rank above the limit of %d", r->path, e->d_name,
                                 TSIM_MAX_RANKS - 1);
@@ -702,6 +776,15 @@ static int find_files(tsim_reader *r, megatron *m, tsim_error *err)
             hi = n;
     }
     closedir(d);
+    if (!rc && odd_n[0])
+        rc = tsim_error_set(err, TSIM_E_INPUT,
+                            "%s: %s%s: a rank file name with leading zeros (Megatron writes " PREFIX
+                            "{N}.jsonl, N without them): rename it",
+                            r->path, odd[0], odd_n[0] > 1 ? " and others" : "");
+    if (!rc && odd_n[1] &&
+        tsim_reader_warn(r, "%s: %s%s skipped: not a rank file name (" PREFIX "{N}.jsonl or .jsonl.gz)", r->path,
+                         odd[1], odd_n[1] > 1 ? " and others like it" : ""))
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     if (!rc && hi < 0)
         rc = tsim_error_set(err, TSIM_E_INPUT,
                             "%s: a directory without router_trace_rank{N}.jsonl files (the trace directory Megatron's "
@@ -815,6 +898,10 @@ int tsim_megatron_open(tsim_reader *r, const tsim_read_options *opts, tsim_error
     r->ext_progress = megatron_progress;
     m->block = opts && opts->block && strcmp(opts->block, "mtp") == 0 ? BLOCK_MTP : BLOCK_DECODER;
     m->gen = 1; /* calloc'd slots (generation 0) count as empty */
+    m->topk_seen = -1;
+    m->seen = calloc((size_t)TSIM_MAX_EXPERTS + 1, sizeof *m->seen);
+    if (!m->seen)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     int rc = find_files(r, m, err);
     if (rc)
         return rc;

@@ -186,6 +186,39 @@ static int check_entry(const tsim_reader *r, const cJSON *t, uint64_t data_size,
     return 0;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* No name twice. Sorted, so that a header of many tensors costs n log n
+ * (comparing every pair took minutes on 80,000 names). */
+static int check_unique_names(const tsim_reader *r, const cJSON *root, tsim_error *err)
+{
+    size_t n = 0;
+    for (const cJSON *t = root->child; t; t = t->next)
+        n++;
+    if (n < 2)
+        return TSIM_OK;
+    const char **names = malloc(n * sizeof *names);
+    if (!names)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    size_t i = 0;
+    for (const cJSON *t = root->child; t; t = t->next)
+        names[i++] = t->string;
+    qsort(names, n, sizeof *names, name_cmp);
+    int rc = TSIM_OK;
+    for (i = 1; i < n; i++)
+        if (strcmp(names[i - 1], names[i]) == 0) {
+            char name[80];
+            shown(name, sizeof name, names[i]);
+            rc = tsim_error_set(err, TSIM_E_INPUT, "%s: header: \"%s\" appears twice", r->path, name);
+            break;
+        }
+    free(names);
+    return rc;
+}
+
 static int read_exact(int fd, void *buf, size_t n, off_t at)
 {
     size_t have = 0;
@@ -268,14 +301,9 @@ static int parse_header(tsim_reader *r, int fd, int64_t size, const tsim_read_op
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
         goto done;
     }
+    if ((rc = check_unique_names(r, root, err)))
+        goto done;
     for (const cJSON *t = root->child; t; t = t->next) {
-        for (const cJSON *d = t->next; d; d = d->next)
-            if (strcmp(d->string, t->string) == 0) {
-                char name[80];
-                shown(name, sizeof name, t->string);
-                rc = tsim_error_set(err, TSIM_E_INPUT, "%s: header: \"%s\" appears twice", r->path, name);
-                goto done;
-            }
         if (strcmp(t->string, "__metadata__") == 0) {
             if (!cJSON_IsObject(t)) {
                 rc = tsim_error_set(err, TSIM_E_INPUT, "%s: header: \"__metadata__\" must be an object, got %s",

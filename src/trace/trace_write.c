@@ -10,6 +10,7 @@
 #include "outfile.h"
 #include "topology.h"
 #include "trace_internal.h"
+#include "utf8.h"
 
 #define FLUSH_AT ((size_t)1 << 16)
 
@@ -176,6 +177,14 @@ int tsim_writer_open(tsim_writer **out, const char *path, const tsim_trace_heade
     char *meta = NULL;
     if (h->meta && !(meta = cJSON_PrintUnformatted(h->meta)))
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    /* meta holds file names, which need not be UTF-8: escape what is not,
+     * or the trace would not read back */
+    char *fixed = meta ? tsim_utf8_repair_json(meta) : NULL;
+    if (fixed != meta) {
+        cJSON_free(meta);
+        if (!(meta = fixed))
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
 
     tsim_writer *w = calloc(1, sizeof *w);
     if (!w || !(w->path = strdup(path))) {

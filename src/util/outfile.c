@@ -7,41 +7,79 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Temporary files currently open, for the signal handler. Fixed size so the
- * handler never touches the heap. */
-#define MAX_PENDING 64
-static char pending[MAX_PENDING][4096];
-static volatile sig_atomic_t pending_used[MAX_PENDING];
+/* Temporary files currently open, for the signal handler and the exit guard:
+ * a list that only grows (a node is reused once its file is gone), read by
+ * the handler without locks or the heap. used: 0 free, 1 a live file, 2 being
+ * filled in by the thread that claimed it. No limit on how many. */
+typedef struct pending_node {
+    struct pending_node *next;
+    char *path;
+    size_t size;
+    _Atomic int used;
+} pending_node;
+static _Atomic(pending_node *) pending_head;
 
-static void pending_add(const char *tmp)
+/* Registers tmp; false when out of memory (the caller removes the file). */
+static bool pending_add(const char *tmp)
 {
-    for (int i = 0; i < MAX_PENDING; i++) {
-        if (!pending_used[i]) {
-            snprintf(pending[i], sizeof pending[i], "%s", tmp);
-            pending_used[i] = 1;
-            return;
+    const size_t n = strlen(tmp) + 1;
+    for (pending_node *p = atomic_load(&pending_head); p; p = p->next) {
+        int expected = 0;
+        if (!atomic_compare_exchange_strong(&p->used, &expected, 2))
+            continue;
+        if (p->size < n) {
+            char *grown = malloc(n);
+            if (!grown) {
+                atomic_store(&p->used, 0);
+                return false;
+            }
+            free(p->path);
+            p->path = grown;
+            p->size = n;
         }
+        memcpy(p->path, tmp, n);
+        atomic_store(&p->used, 1);
+        return true;
     }
+    pending_node *node = calloc(1, sizeof *node);
+    char *path = malloc(n);
+    if (!node || !path) {
+        free(node);
+        free(path);
+        return false;
+    }
+    memcpy(path, tmp, n);
+    node->path = path;
+    node->size = n;
+    atomic_store(&node->used, 1);
+    node->next = atomic_load(&pending_head);
+    while (!atomic_compare_exchange_weak(&pending_head, &node->next, node))
+        ;
+    return true;
 }
 
 static void pending_remove(const char *tmp)
 {
-    for (int i = 0; i < MAX_PENDING; i++)
-        if (pending_used[i] && strcmp(pending[i], tmp) == 0)
-            pending_used[i] = 0;
+    for (pending_node *p = atomic_load(&pending_head); p; p = p->next)
+        if (atomic_load(&p->used) == 1 && strcmp(p->path, tmp) == 0) {
+            atomic_store(&p->used, 0);
+            return;
+        }
 }
 
 void tsim_outfile_unlink_pending(void)
 {
-    for (int i = 0; i < MAX_PENDING; i++)
-        if (pending_used[i])
-            unlink(pending[i]);
+    for (pending_node *p = atomic_load(&pending_head); p; p = p->next)
+        if (atomic_load(&p->used) == 1)
+            unlink(p->path);
 }
 
 void tsim_outfile_temp_name(const char *path, char *out, size_t n)
@@ -71,10 +109,14 @@ static void parent_dir(const char *path, char *out, size_t n)
         snprintf(out, n, "%.*s", (int)(slash - path), path);
 }
 
+#define EMPTY_NAME "empty file name (give a path, or - for standard output)"
+
 int tsim_outfile_check_writable(const char *path, tsim_error *err)
 {
     if (!path || strcmp(path, "-") == 0)
         return TSIM_OK;
+    if (!*path)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s", EMPTY_NAME);
     struct stat st;
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode))
@@ -144,6 +186,8 @@ int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err)
         f->fp = stdout;
         return TSIM_OK;
     }
+    if (!*path)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s", EMPTY_NAME);
     size_t n = strlen(path);
     f->path = malloc(n + 1);
     f->tmp_path = malloc(n + 32);
@@ -173,21 +217,21 @@ int tsim_outfile_open(tsim_outfile *f, const char *path, tsim_error *err)
         return TSIM_OK;
     }
     tsim_outfile_temp_name(path, f->tmp_path, n + 32);
-    /* Terminating signals are held off until the handler knows the new file,
-     * so no signal can land between its creation and its registration. */
+    /* Signals are held off until the handler knows the new file, so none can
+     * land between its creation and its registration. */
     sigset_t block, saved;
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigaddset(&block, SIGPIPE);
-    sigprocmask(SIG_BLOCK, &block, &saved);
+    sigfillset(&block);
+    pthread_sigmask(SIG_BLOCK, &block, &saved);
     int fd = mkstemp(f->tmp_path);
-    if (fd >= 0)
-        pending_add(f->tmp_path);
-    sigprocmask(SIG_SETMASK, &saved, NULL);
+    int e = errno;
+    if (fd >= 0 && !pending_add(f->tmp_path)) {
+        unlink(f->tmp_path);
+        close(fd);
+        fd = -1;
+        e = ENOMEM;
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
     if (fd < 0) {
-        int e = errno;
         free(f->tmp_path);
         f->tmp_path = NULL;
         tsim_outfile_abort(f);

@@ -1,6 +1,8 @@
 /* Output files written atomically: a temporary name in the same directory,
- * renamed over the target on commit, removed on abort or on SIGINT/SIGTERM,
- * so an interrupted run never leaves a half-written file. "-" means stdout. */
+ * renamed over the target on commit, removed on abort, on any signal that
+ * ends the process and at exit (the CLI's handlers), so an interrupted run
+ * never leaves a half-written file. "-" means stdout; "" is refused. Any
+ * number of outputs may be open at once. */
 #ifndef TSIM_OUTFILE_H
 #define TSIM_OUTFILE_H
 
@@ -39,8 +41,9 @@ int tsim_outfile_commit(tsim_outfile *f, tsim_error *err);
 /* Removes the temporary file; safe to call after commit (does nothing). */
 void tsim_outfile_abort(tsim_outfile *f);
 
-/* Unlinks every temporary file still open. Async-signal-safe: the CLI's
- * signal handler calls it before exiting (the library installs no handler). */
+/* Unlinks every temporary file still open. Async-signal-safe (no lock, no
+ * heap): the CLI's signal handlers and exit guard call it (the library
+ * installs no handler). */
 void tsim_outfile_unlink_pending(void);
 
 #endif

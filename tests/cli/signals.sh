@@ -1,6 +1,7 @@
 #!/bin/sh
 # Interrupted runs and full disks (the hardening issue):
-#  - SIGINT (and SIGTERM) during a long replay writing -o FILE and
+#  - SIGINT, SIGTERM and every other signal that ends a process (USR1, ALRM,
+#    SEGV, ABRT, ...) during a long replay writing -o FILE and
 #    --dump-plans FILE, a long gen and a long convert: exit 128+signal and
 #    nothing left in the output directory, neither the file nor a temporary;
 #  - -o /dev/full, --dump-plans /dev/full: a clear "No space left" error, exit 2;
@@ -9,6 +10,7 @@
 #  - gen -o /dev/full and convert IN /dev/full: exit 2 with a message.
 # Run by meson (TAOTSIM set) or by hand: tests/cli/signals.sh [TAOTSIM].
 set -u
+ulimit -c 0 2>/dev/null # the crash signals below must not leave core files
 root=${TSIM_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${1:-${TAOTSIM:-$root/build/taotsim}}
 command -v python3 >/dev/null 2>&1 || { echo "signals.sh: python3 is missing" >&2; exit 2; }
@@ -76,6 +78,13 @@ interrupt PIPE 141 "SIGPIPE during replay -o" replay "$work/long.jsonl.gz" --pla
     -o "$work/out/result.md"
 interrupt QUIT 131 "SIGQUIT during replay -o" replay "$work/long.jsonl.gz" --planners taot,lplb \
     -o "$work/out/result.md"
+# Every other signal whose default action ends the process cleans up too
+# (issue 20 item 11), with -j 2: the temporaries are open while workers plan.
+# A crash signal keeps its default action after the cleanup (a signal death).
+for pair in USR1:138 USR2:140 ALRM:142 VTALRM:154 PROF:155 SEGV:139 ABRT:134 BUS:135; do
+    interrupt "${pair%:*}" "${pair#*:}" "SIG${pair%:*} during replay -j 2 -o --dump-plans" replay "$work/long.jsonl.gz" \
+        -j 2 --planners taot,lplb --dump-plans "$work/out/d.jsonl" -o "$work/out/o.md"
+done
 interrupt INT 130 "SIGINT during gen" gen --microbatches 200000 --tokens 64 -o "$work/out/gen.jsonl.gz"
 interrupt INT 130 "SIGINT during convert" convert "$work/long.jsonl.gz" "$work/out/long.json"
 

@@ -1,11 +1,19 @@
 /* Plugins that break include/taotsim/planner.h one way each, built once per
  * case with -DBAD_<CASE> (meson.build), for the loader's checks; BAD_BATCH is
- * a valid plugin that plans (empty plans) in batches of 4. */
+ * a valid plugin that plans (empty plans) in batches of 4. RANKS, CAPACITY
+ * and REPLICAS overwrite plan fields only taotsim may set; EXIT, EXIT_AT_LOAD
+ * and CRASH end the process from inside the plugin. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "taotsim/planner.h"
+
+#if defined(BAD_HUGE_BATCH)
+#define BATCH_CHECKED 0
+#else
+#define BATCH_CHECKED 1
+#endif
 
 typedef struct {
     int level;
@@ -53,6 +61,22 @@ static int bad_plan(void *state, const taotsim_record *rec, taotsim_plan *plan, 
     plan->alloc[(size_t)i * (size_t)plan->ranks + 1] = rec->counts[rec->experts] > 0 ? 1 : 0;
 #elif defined(BAD_OVERFULL)
     plan->count = plan->capacity + 1;
+#elif defined(BAD_RANKS) /* the fields only taotsim sets, overwritten */
+    plan->ranks = 1 << 20;
+    plan->count = 1;
+#elif defined(BAD_CAPACITY)
+    plan->capacity = 1 << 20;
+    plan->count = 1 << 19;
+#elif defined(BAD_REPLICAS)
+    static taotsim_replica elsewhere[2];
+    plan->replicas = elsewhere;
+    plan->count = 1;
+#elif defined(BAD_EXIT)
+    if (rec->index == 1)
+        exit(0);
+#elif defined(BAD_CRASH)
+    if (rec->index == 1)
+        abort();
 #endif
     (void)rec;
     (void)plan;
@@ -61,11 +85,11 @@ static int bad_plan(void *state, const taotsim_record *rec, taotsim_plan *plan, 
     return 0;
 }
 
-#if defined(BAD_BATCH)
+#if defined(BAD_BATCH) || defined(BAD_HUGE_BATCH)
 static int bad_plan_batch(void *state, const taotsim_record *const *recs, int n, taotsim_plan *plans, char *error,
                           size_t size)
 {
-    if (n > 4) {
+    if (n > 4 && BATCH_CHECKED) {
         snprintf(error, size, "got a batch of %d records, asked for 4", n);
         return 1;
     }
@@ -73,6 +97,14 @@ static int bad_plan_batch(void *state, const taotsim_record *const *recs, int n,
         if (bad_plan(state, recs[k], &plans[k], error, size))
             return 1;
     return 0;
+}
+#endif
+
+#if defined(BAD_EXIT_AT_LOAD)
+/* exit() while taotsim loads the library */
+__attribute__((constructor)) static void bad_constructor(void)
+{
+    exit(0);
 }
 #endif
 
@@ -104,6 +136,9 @@ static const taotsim_planner_descriptor descriptor = {
 #endif
 #if defined(BAD_BATCH)
     .batch = 4,
+    .plan_batch = bad_plan_batch,
+#elif defined(BAD_HUGE_BATCH)
+    .batch = INT32_MAX,
     .plan_batch = bad_plan_batch,
 #endif
     .free = bad_free,

@@ -1,6 +1,7 @@
 /* A deliberately broken exec planner for the protocol tests (issue 12): each
  * MODE breaks the protocol one way. `broken_planner MODE PIDFILE` writes its
- * pid (and a grandchild's, for hang-with-child) to PIDFILE first, so a test
+ * pid (and a grandchild's, for hang-with-child and setsid-child, whose
+ * grandchild leaves the process group) to PIDFILE first, so a test
  * can check that taotsim left no process behind ("options" appends the
  * handshake line it received there). Plans, where it makes any,
  * are empty or put expert 0 (home rank 0 in the test traces) somewhere. */
@@ -42,10 +43,13 @@ int main(int argc, char **argv)
     if (!pf)
         return 2;
     fprintf(pf, "%ld\n", (long)getpid());
-    if (strcmp(mode, "hang-with-child") == 0) {
+    if (strcmp(mode, "hang-with-child") == 0 || strncmp(mode, "setsid-child", 12) == 0) {
         pid_t child = fork();
-        if (child == 0)
+        if (child == 0) {
+            if (strncmp(mode, "setsid-child", 12) == 0)
+                setsid(); /* out of the planner's process group; it holds the pipes */
             sleep_forever();
+        }
         fprintf(pf, "%ld\n", (long)child);
     }
     fclose(pf);
@@ -78,9 +82,10 @@ int main(int argc, char **argv)
         }
     }
 
-    long long held = -1;
+    long long held = -1, last_id = -1;
     for (int n = 0; getline(&line, &cap, stdin) > 0; n++) {
         long long id = request_id(line);
+        last_id = id;
         if (strcmp(mode, "garbage") == 0) {
             printf("this is not json\n");
         } else if (strcmp(mode, "wrong-id") == 0) {
@@ -102,7 +107,8 @@ int main(int argc, char **argv)
             if (n == 1)
                 raise(SIGSEGV);
             answer_empty(id);
-        } else if (strcmp(mode, "hang") == 0 || strcmp(mode, "hang-with-child") == 0) {
+        } else if (strcmp(mode, "hang") == 0 || strcmp(mode, "hang-with-child") == 0 ||
+                   strcmp(mode, "setsid-child-hang") == 0) {
             sleep_forever();
         } else if (strcmp(mode, "huge-line") == 0) {
             for (long i = 0; i < 64L * 1024 * 1024; i++)
@@ -119,6 +125,8 @@ int main(int argc, char **argv)
             printf("{\"id\":%lld,\"replicas\":[[0,3,0,2]],\"alloc\":[[1,0,3,0,1.5]]}\n", id);
         } else if (strcmp(mode, "error-escaped") == 0) {
             printf("{\"id\":%lld,\"error\":\"bad \\\"input\\\"\\nsecond line \\u00e9\"}\n", id);
+        } else if (strcmp(mode, "error-number") == 0) {
+            printf("{\"id\":%lld,\"error\":5,\"replicas\":[],\"alloc\":[]}\n", id);
         } else if (strcmp(mode, "error-answer") == 0) {
             printf("{\"id\":%lld,\"error\":\"out of memory on the planner's GPU\"}\n", id);
         } else if (strcmp(mode, "reverse") == 0) {
@@ -141,6 +149,8 @@ int main(int argc, char **argv)
     }
     if (held >= 0)
         answer_empty(held);
+    if (strcmp(mode, "late-answer") == 0) /* stdin has closed: a second, invalid answer for the last id */
+        printf("{\"id\":%lld,\"replicas\":[[0,0,0]],\"alloc\":[]}\n", last_id);
     if (strcmp(mode, "ignore-eof") == 0)
         sleep_forever();
     free(line);

@@ -1,0 +1,1 @@
+P=${TSIM_TEST_PLANNERS:-build/tests/planners}; $TAOTSIM replay traces/tiny-4rank.json -j 2 --planners "none,b=exec:$P/broken_planner exit-status $TMP/pid"  -o $TMP/out.md; s=$?; for p in $(cat $TMP/pid); do kill -0 $p 2>/dev/null && echo "process $p left behind"; done; test -e $TMP/out.md && echo "output written"; echo "exit $s"; exit $s

@@ -1,0 +1,1 @@
+P=${TSIM_TEST_PLANNERS:-build/tests/planners}; mkdir $TMP/out; $TAOTSIM replay traces/tiny-4rank.json --planners "none,b=plugin:$P/libbad_exit.so" -o $TMP/out/o.md --dump-plans $TMP/out/d.jsonl 2>$TMP/err; s=$?; sed "s#$P/##" $TMP/err >&2; echo "exit $s; left: $(ls $TMP/out)"; exit $s

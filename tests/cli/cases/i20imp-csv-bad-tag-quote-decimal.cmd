@@ -1,0 +1,1 @@
+cd "$TMP" || exit 9; h='dataset,iteration,layer_idx,0,1,2,3'; printf '%s\nok,0,0,1,2,3,4\nw\377ki,0,1,1,2,3,4\n' "$h" >utf8.csv; printf '%s\n"a"b,0,0,1,2,3,4\n' "$h" >quote.csv; printf '%s\nd,0,0,1,5.0000000000000001,3,4\n' "$h" >decimal.csv; for f in utf8 quote decimal; do $TAOTSIM convert $f.csv $f.jsonl --ep 2 --rpn 2; echo "$f -> exit $?"; done; ls

@@ -1,0 +1,1 @@
+root=$PWD; cd "$TMP" || exit 9; f=$(printf 'r\377.csv'); cp "$root/tests/data/trace/routing.csv" "$f" && $TAOTSIM convert "$f" o.jsonl --ep 4 --rpn 4 2>/dev/null && head -1 o.jsonl && $TAOTSIM validate o.jsonl --format csv

@@ -1,0 +1,1 @@
+cd $TMP && $TAOTSIM gen -o ep1.jsonl --experts 8 --ep 1 --rpn 1 --topk 2 --tokens 64 --microbatches 4 --layers 2 --hot-fraction 0.1 2>/dev/null && for i in 0 1; do $TAOTSIM replay ep1.jsonl --shard $i/2 -o p$i.json || exit; done && $TAOTSIM merge p0.json p1.json

@@ -1,0 +1,1 @@
+cd $TMP && cp $OLDPWD/traces/tiny-4rank.json t.json && $TAOTSIM replay t.json --planners taot,echo --shard 0/2 -o p0.json && sed -i 's/\[30, 25,/[25, 30,/' t.json && $TAOTSIM replay t.json --planners taot,echo --shard 1/2 -o p1.json && $TAOTSIM merge p0.json p1.json -o out.md; s=$?; test -e out.md && echo written; exit $s

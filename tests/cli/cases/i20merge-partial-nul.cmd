@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners taot --shard 0/1 -o $TMP/p0.json && cd $TMP && printf '\000{"garbage": 1}\n' >> p0.json && $TAOTSIM merge p0.json -o out.md; s=$?; test -e out.md && echo written; exit $s

@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners taot,echo --shard 0/2 -o $TMP/p0.json && $TAOTSIM replay traces/tiny-4rank.json --planners taot,echo --shard 1/2 -o $TMP/p1.json && cd $TMP && sed -i 's/"notes":\t\[0, 0, 0, 0, 0\]/"notes":\t"none"/' p1.json && grep -c '"none"' p1.json && $TAOTSIM merge p0.json p1.json -o out.md; s=$?; test -e out.md && echo written; exit $s
