@@ -148,6 +148,12 @@ typedef struct tsim_planner_desc {
      * history[E] is what the layer's next record takes as its history (NULL:
      * none); placement[E] the placement in force (NULL: the static map). */
     int (*prime)(void *state, int64_t layer, const int64_t *history, const int32_t *placement, tsim_error *err);
+    /* Optional, for planners whose history is a window of records and a
+     * layout (trtllm, swift): window holds n rows of E counts, oldest first;
+     * layout (NULL: the initial one) and placement (NULL: the static map)
+     * are in force. */
+    int (*prime_window)(void *state, int64_t layer, const int64_t *window, int n, const int32_t *layout,
+                        const int32_t *placement, tsim_error *err);
     /* Optional: how many records this configured planner wants per
      * plan_batch call (an external planner's pipelining window). Absent or
      * <= 1: sessions give it one record at a time, as before. */

@@ -17,6 +17,10 @@ extern const tsim_planner_desc tsim_planner_lplb;
 extern const tsim_planner_desc tsim_planner_fastermoe;
 extern const tsim_planner_desc tsim_planner_optimal;
 extern const tsim_planner_desc tsim_planner_eplb;
+extern const tsim_planner_desc tsim_planner_moonep;
+extern const tsim_planner_desc tsim_planner_ultraep;
+extern const tsim_planner_desc tsim_planner_trtllm;
+extern const tsim_planner_desc tsim_planner_swift;
 
 /* THE list: adding a planner is its own files plus one line here (and its
  * extern above). The order is the order of --help and of "known:" lists. */
@@ -29,6 +33,10 @@ static const tsim_planner_desc *const registry[] = {
     &tsim_planner_eplb,
     &tsim_planner_fastermoe,
     &tsim_planner_optimal,
+    &tsim_planner_moonep,
+    &tsim_planner_ultraep,
+    &tsim_planner_trtllm,
+    &tsim_planner_swift,
     NULL,
 };
 

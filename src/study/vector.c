@@ -40,6 +40,37 @@ static int read_placement(const cJSON *arr, int R, int E, int32_t *out)
     return 0;
 }
 
+/* A JSON array of rows, each of cols numbers in [lo, hi], into a new array
+ * of *rows * cols values (rows: the array's length, or must_rows when > 0).
+ * -1 on a bad shape or value, -2 out of memory. */
+static int read_rows(const cJSON *arr, int must_rows, int cols, double lo, double hi, int64_t **out, int *rows)
+{
+    *out = NULL;
+    if (!cJSON_IsArray(arr))
+        return -1;
+    const int n = cJSON_GetArraySize(arr);
+    if ((must_rows > 0 && n != must_rows) || n < 1)
+        return -1;
+    if (!(*out = malloc(sizeof **out * (size_t)n * (size_t)cols)))
+        return -2;
+    size_t k = 0;
+    const cJSON *row, *c;
+    cJSON_ArrayForEach(row, arr)
+    {
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != cols)
+            return -1;
+        cJSON_ArrayForEach(c, row)
+        {
+            if (!cJSON_IsNumber(c) || c->valuedouble < lo || c->valuedouble > hi ||
+                c->valuedouble != (double)(int64_t)c->valuedouble)
+                return -1;
+            (*out)[k++] = (int64_t)c->valuedouble;
+        }
+    }
+    *rows = n;
+    return 0;
+}
+
 #define BAD(...)                                                          \
     do {                                                                  \
         tsim_error_set(err, TSIM_E_INPUT, __VA_ARGS__);                   \
@@ -77,7 +108,9 @@ static int set_planner_option(const cJSON *opts, const char *key, const tsim_opt
         return TSIM_OK;
     }
     char text[128];
-    if (option_text(it, text, sizeof text) != 0)
+    if (cJSON_IsBool(it) && spec->type == TSIM_OPTION_CHOICE && strcmp(spec->choices, "off|on") == 0)
+        snprintf(text, sizeof text, "%s", cJSON_IsTrue(it) ? "on" : "off"); /* an on|off option as a bool */
+    else if (option_text(it, text, sizeof text) != 0)
         return tsim_error_set(err, TSIM_E_INPUT, "options.%s: expected a number or a string", key);
     if (tsim_option_apply(spec, block, text, err)) {
         tsim_error_prefix(err, "options.%s", key);
@@ -114,6 +147,32 @@ static int apply_options(tsim_vector *v, const cJSON *opts, tsim_error *err)
         tsim_option_key(d->name, o, key, sizeof key);
         if ((rc = set_planner_option(opts, key, o, block, err)))
             return rc;
+    }
+    return TSIM_OK;
+}
+
+/* prev_window (rows of E counts) and prev_layout (R rows of E/R + K experts). */
+static int read_history_rows(tsim_vector *v, const char *path, int R, int E, tsim_error *err)
+{
+    const cJSON *win = cJSON_GetObjectItemCaseSensitive(v->root, "prev_window");
+    int rc = win ? read_rows(win, 0, E, 0, (double)TSIM_MAX_COUNT * R, &v->prev_window, &v->prev_window_rows) : 0;
+    if (rc == -1)
+        BAD("\"prev_window\" must be rows of %d counts", E);
+    const cJSON *lay = cJSON_GetObjectItemCaseSensitive(v->root, "prev_layout");
+    int64_t *layout = NULL;
+    int rows = 0;
+    const int S = E / R + v->slots;
+    if (rc == 0 && lay && (rc = read_rows(lay, R, S, 0, E - 1, &layout, &rows)) == -1) {
+        free(layout);
+        BAD("\"prev_layout\" must be %d rows of %d experts in 0..%d", R, S, E - 1);
+    }
+    if (rc == 0 && layout && (v->prev_layout = malloc(sizeof *v->prev_layout * (size_t)R * (size_t)S)))
+        for (size_t k = 0; k < (size_t)R * (size_t)S; k++)
+            v->prev_layout[k] = (int32_t)layout[k];
+    free(layout);
+    if (rc == -2 || (lay && !v->prev_layout)) {
+        tsim_vector_free(v);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }
     return TSIM_OK;
 }
@@ -199,6 +258,10 @@ int tsim_vector_load(tsim_vector *v, const char *path, tsim_error *err)
             BAD("\"prev_placement\" must have %d ranks in 0..%d", E, R - 1);
     }
 
+    int hrc = read_history_rows(v, path, R, E, err);
+    if (hrc)
+        return hrc;
+
     const cJSON *expect = cJSON_GetObjectItemCaseSensitive(v->root, "expect");
     if (!cJSON_IsObject(expect))
         return TSIM_OK;
@@ -278,6 +341,8 @@ void tsim_vector_free(tsim_vector *v)
     free(v->loads_after);
     free(v->prev_expert_counts);
     free(v->prev_placement);
+    free(v->prev_window);
+    free(v->prev_layout);
     cJSON_Delete(v->root);
     memset(v, 0, sizeof *v);
 }
@@ -329,9 +394,23 @@ cJSON *tsim_vector_options_json(const tsim_planner *p, int slots, int ranks_per_
 int tsim_vector_run(tsim_session *s, const tsim_vector *v, tsim_error *err)
 {
     const int64_t layer = v->record.layer;
-    const bool seeded = v->prev_expert_counts || v->prev_placement;
+    const bool seeded = v->prev_expert_counts || v->prev_placement || v->prev_window || v->prev_layout;
     for (int i = 0; seeded && i < s->n_planners; i++) {
         tsim_planner *p = &s->planners[i];
+        if ((v->prev_window || v->prev_layout) && !p->desc->prime_window)
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "planner '%s' keeps no window of records, so it cannot take the vector's "
+                                  "prev_window or prev_layout",
+                                  p->label);
+        if (p->desc->prime_window && !v->prev_expert_counts) {
+            int rc = p->desc->prime_window(p->state, layer, v->prev_window, v->prev_window ? v->prev_window_rows : 0,
+                                           v->prev_layout, v->prev_placement, err);
+            if (!rc && v->prev_placement)
+                rc = tsim_session_set_previous(s, i, layer, v->prev_placement, err);
+            if (rc)
+                return rc;
+            continue;
+        }
         if (!p->desc->prime)
             return tsim_error_set(err, TSIM_E_INPUT,
                                   "planner '%s' keeps no history, so it cannot take the vector's prev_expert_counts "

@@ -38,6 +38,12 @@ typedef struct {
      * absent. expect.placement goes into expect's plan. */
     int64_t *prev_expert_counts; /* [E] */
     int32_t *prev_placement;     /* [E] */
+    /* Planners whose history is a window and a layout (trtllm, swift): the
+     * layer's earlier counts per expert, oldest first, and the layout in
+     * force (R rows of E/R + K experts); NULL when absent. */
+    int64_t *prev_window;        /* [prev_window_rows * E] */
+    int prev_window_rows;
+    int32_t *prev_layout;        /* [R * (E/R + K)] */
     bool has_rehomed;            /* expect gives rehomed_intra and rehomed_inter */
     int64_t rehomed_intra, rehomed_inter;
     struct cJSON *root;          /* the whole document (for "check", "notes") */
