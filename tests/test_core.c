@@ -717,3 +717,32 @@ Test(search, finds_keys_and_insertion_points)
     cr_assert_eq(tsim_search_sorted(3, 10, key_of, keys), -4);
     cr_assert_eq(tsim_search_sorted(0, 4, key_of, keys), -1);
 }
+
+/* Slots per planner: LABEL=NAME:--slots=K for any planner; MoonEP's rule
+ * runs at E/R by default and refuses a smaller explicit K, naming the K. */
+Test(planner, slots_per_planner)
+{
+    tsim_planner_options base;
+    tsim_planner_options_default(&base);
+    tsim_topology t;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_topology_init(&t, 4, 32, 2, 2, NULL, &err), 0);
+    tsim_planner p;
+    int k = -1;
+    cr_assert_eq(tsim_planner_spec_parse(&p, "e=echo:--slots=3", &base, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_planner_slots(&p, &t, &k, &err), 0);
+    cr_assert_eq(k, 3);
+    cr_assert_eq(tsim_planner_spec_parse(&p, "echo", &base, &err), 0);
+    cr_assert_eq(tsim_planner_slots(&p, &t, &k, &err), 0);
+    cr_assert_eq(k, 2, "the command's K");
+    cr_assert_eq(tsim_planner_spec_parse(&p, "moonep", &base, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_planner_slots(&p, &t, &k, &err), 0);
+    cr_assert_eq(k, 8, "E/R");
+    cr_assert_eq(tsim_planner_spec_parse(&p, "m=moonep:--slots=9", &base, &err), 0);
+    cr_assert_eq(tsim_planner_slots(&p, &t, &k, &err), 0);
+    cr_assert_eq(k, 9);
+    cr_assert_eq(tsim_planner_spec_parse(&p, "m=moonep:--slots=4", &base, &err), 0);
+    cr_assert_eq(tsim_planner_slots(&p, &t, &k, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "needs --slots >= E/R = 8") != NULL, "%s", err.msg);
+    tsim_topology_free(&t);
+}

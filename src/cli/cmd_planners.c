@@ -52,7 +52,7 @@ static void describe(const tsim_planner_desc *d, FILE *out)
     fprintf(out, "  source:  %s\n", d->source ? d->source : "-");
     fprintf(out, "  state:   %s\n", state_text(d, buf, sizeof buf));
     fprintf(out, "  cost:    %s\n", d->cost == TSIM_COST_EXPENSIVE ? "expensive (left out of bench by default)" : "cheap");
-    fprintf(out, "  slots:   %s\n", d->slots_help ? d->slots_help : "the command's --slots");
+    fprintf(out, "  slots:   %s\n", d->slots_help ? d->slots_help : "the command's --slots, or its own --slots=K after a label");
     if (!d->options && !d->reads_lambda_plan) {
         fputs("  options: none\n", out);
         return;
@@ -112,7 +112,8 @@ void tsim_cli_planners_help(FILE *out)
     fputs("Planners and their options: 'taotsim planners' lists every planner with its\n"
           "options, defaults and ranges. An option given on the command line\n"
           "(--taot-iters N, ...) applies to every planner of that name;\n"
-          "after a label it applies to that planner only: LABEL=NAME:--opt=v.\n",
+          "after a label it applies to that planner only, as does --slots=K (its own slot\n"
+          "budget): LABEL=NAME:--opt=v:--slots=K.\n",
           out);
 }
 

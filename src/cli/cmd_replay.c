@@ -100,7 +100,7 @@ static int dump_hook(void *ctx_, tsim_session *s, int planner, const tsim_record
     const tsim_planner *p = &s->planners[planner];
     char name[160];
     snprintf(name, sizeof name, "record-%lld", (long long)rec->index);
-    cJSON *opts = tsim_vector_options_json(p, s->topo.slots, s->topo.ranks_per_node);
+    cJSON *opts = tsim_vector_options_json(p, s->ptopo[planner].slots, s->topo.ranks_per_node);
     /* Self-contained, as the vector format asks: the counts (and an explicit
      * home map) travel with the plan, so it can be checked without the trace. */
     cJSON *j = tsim_vector_plan_json(name, p->desc->name, opts, rec, plan, s->ev.load_after, m, true);

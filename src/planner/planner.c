@@ -110,6 +110,18 @@ int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *e
     return rc;
 }
 
+int tsim_planner_slots(const tsim_planner *p, const tsim_topology *topo, int *k, tsim_error *err)
+{
+    if (p->desc->slots_rule) {
+        int rc = p->desc->slots_rule(topo, p->common.slots, k, err);
+        if (rc)
+            tsim_error_prefix(err, "planner '%s'", p->label);
+        return rc;
+    }
+    *k = p->common.slots > 0 ? p->common.slots : topo->slots;
+    return TSIM_OK;
+}
+
 void tsim_planner_stop(tsim_planner *p)
 {
     if (p->desc && p->state)

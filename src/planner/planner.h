@@ -182,6 +182,11 @@ typedef struct {
 int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err);
 void tsim_planner_stop(tsim_planner *p);
 
+/* The slot budget K configured planner p runs at on topo (whose slots is the
+ * command's --slots): the descriptor's slots_rule when it has one (given p's
+ * own --slots=K, or 0), else p's own --slots=K, else topo->slots. */
+int tsim_planner_slots(const tsim_planner *p, const tsim_topology *topo, int *k, tsim_error *err);
+
 /* Sets every option of table in block to its default (flags: true). */
 void tsim_option_table_defaults(const tsim_option_spec *table, void *block);
 

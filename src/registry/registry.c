@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parse.h"
 #include "taot_planner.h"
 
 extern const tsim_planner_desc tsim_planner_none;
@@ -199,6 +200,8 @@ int tsim_planner_options_set(tsim_planner_options *o, const char *name, const ch
 
 int tsim_planner_option_set(tsim_planner *p, const char *name, const char *value, tsim_error *err)
 {
+    if (strcmp(name, "slots") == 0) /* this planner's own slot budget K */
+        return tsim_parse_int(value ? value : "", 1, 1024, &p->common.slots, "--slots", err);
     const tsim_option_spec *spec = common_option(name);
     if (spec)
         return tsim_option_apply(spec, &p->common, value, err);
