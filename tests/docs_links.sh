@@ -3,7 +3,7 @@
 # READMEs and every --help text never send a reader outside the repository
 # (shared/, ../shared), and every relative link in them (with its #anchor)
 # leads to a file and heading that exist; docs/planners.md covers every
-# planner option of replay --help.
+# planner option `taotsim planners` lists.
 # Usage: docs_links.sh SOURCE_ROOT [TAOTSIM]
 set -u
 root=${1:?usage: docs_links.sh SOURCE_ROOT [TAOTSIM]}
