@@ -42,6 +42,11 @@ static void moonep_free(void *state)
 static int moonep_slots(const tsim_topology *topo, int asked, int *k, tsim_error *err)
 {
     const int need = tsim_moonep_needed_slots(topo);
+    if (need > 1024)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "moonep: needs E/R = %d slots per rank (%d experts on %d ranks), above the limit of "
+                              "1024 slots",
+                              need, topo->experts, topo->ranks);
     if (asked > 0 && asked < need)
         return tsim_error_set(err, TSIM_E_INPUT,
                               "moonep: needs --slots >= E/R = %d (one prefetch slot per home expert); got --slots %d",
