@@ -211,9 +211,11 @@ static void echo_free(void *state)
     free(s);
 }
 
-static int echo_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int echo_init(void **state, const tsim_topology *topo, const tsim_planner_common *common,
+                       const void *own, tsim_error *err)
 {
-    (void)opts; /* ECHO has no options */
+    (void)common;
+    (void)own; /* ECHO has no options */
     *state = NULL;
     echo_state *s = calloc(1, sizeof *s);
     if (!s)
@@ -283,6 +285,7 @@ static int echo_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_e
 
 const tsim_planner_desc tsim_planner_echo = {
     .name = "echo",
+    .source = "ECHO, Megatron-LM pull request \"MoE ECHO: Elastic Cloning for Hot Experts\"",
     .summary = "ECHO: clones hot experts onto under-loaded ranks (bin packing K=1, greedy K>1)",
     .init = echo_init,
     .plan = echo_plan,

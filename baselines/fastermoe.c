@@ -178,13 +178,16 @@ static int check_option(const char *name, double v, tsim_error *err)
     return TSIM_OK;
 }
 
-static int fastermoe_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int fastermoe_init(void **state, const tsim_topology *topo, const tsim_planner_common *common,
+                       const void *own, tsim_error *err)
 {
     *state = NULL;
     int rc;
-    if ((rc = check_option("comp-us", opts->fastermoe.comp_us, err)) ||
-        (rc = check_option("feat-us", opts->fastermoe.feat_us, err)) ||
-        (rc = check_option("model-us", opts->fastermoe.model_us, err)))
+    (void)common;
+    const tsim_fastermoe_options *o = own;
+    if ((rc = check_option("comp-us", o->comp_us, err)) ||
+        (rc = check_option("feat-us", o->feat_us, err)) ||
+        (rc = check_option("model-us", o->model_us, err)))
         return rc;
     fastermoe_state *s = calloc(1, sizeof *s);
     if (!s)
@@ -193,7 +196,7 @@ static int fastermoe_init(void **state, const tsim_topology *topo, const tsim_pl
     const size_t nE = (size_t)E, nR = (size_t)R;
     s->R = R;
     s->E = E;
-    s->opt = opts->fastermoe;
+    s->opt = *o;
     s->home = malloc(sizeof *s->home * nE);
     s->tpe = malloc(sizeof *s->tpe * nE);
     s->sorted = malloc(sizeof *s->sorted * nE);
@@ -211,14 +214,16 @@ static int fastermoe_init(void **state, const tsim_topology *topo, const tsim_pl
 
 /* --fastermoe-* options: parsed, defaulted and listed in --help from here. */
 static const tsim_option_spec fastermoe_options[] = {
-    {.name = "fastermoe-comp-us", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, fastermoe.comp_us), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0.063", .help = "FasterMoE: compute per token, us"},
-    {.name = "fastermoe-feat-us", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, fastermoe.feat_us), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0.02", .help = "FasterMoE: send one token's features, us"},
-    {.name = "fastermoe-model-us", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, fastermoe.model_us), .lo = 0, .hi = 1000000000000.0, .arg = "X", .def = "380", .help = "FasterMoE: send one expert's weights, us"},
+    {.name = "fastermoe-comp-us", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_fastermoe_options, comp_us), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0.063", .help = "FasterMoE: compute per token, us"},
+    {.name = "fastermoe-feat-us", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_fastermoe_options, feat_us), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0.02", .help = "FasterMoE: send one token's features, us"},
+    {.name = "fastermoe-model-us", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_fastermoe_options, model_us), .lo = 0, .hi = 1000000000000.0, .arg = "X", .def = "380", .help = "FasterMoE: send one expert's weights, us"},
     {0},
 };
 
 const tsim_planner_desc tsim_planner_fastermoe = {
     .name = "fastermoe",
+    .source = "FasterMoE dynamic shadowing, He et al., PPoPP 2022",
+    .options_size = sizeof(tsim_fastermoe_options),
     .options = fastermoe_options,
     .summary = "FasterMoE: shadows the hottest experts on every rank while the estimated step time falls "
                "(no slot limit)",

@@ -8,6 +8,14 @@
 
 #include "planner.h"
 
+/* FasterMoE dynamic shadowing cost model, per token / per expert, in
+ * microseconds (only their ratios matter): fastermoe's own options block. */
+typedef struct {
+    double comp_us;      /* compute one token of one expert (0.063) */
+    double feat_us;      /* send one token's features to another rank (0.02) */
+    double model_us;     /* send one expert's weights (shadow) to every rank (380) */
+} tsim_fastermoe_options;
+
 extern const tsim_planner_desc tsim_planner_fastermoe;
 
 /* Estimated step time (us) with the k heaviest experts shadowed, for loads

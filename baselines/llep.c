@@ -254,14 +254,17 @@ static void llep_free(void *state)
     free(s);
 }
 
-static int llep_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int llep_init(void **state, const tsim_topology *topo, const tsim_planner_common *common,
+                       const void *own, tsim_error *err)
 {
     *state = NULL;
-    if (!(opts->llep.alpha > 0.0))
-        return tsim_error_set(err, TSIM_E_INPUT, "llep: alpha must be positive, got %g", opts->llep.alpha);
-    if (opts->llep.min_chunk < 0)
+    (void)common;
+    const tsim_llep_options *o = own;
+    if (!(o->alpha > 0.0))
+        return tsim_error_set(err, TSIM_E_INPUT, "llep: alpha must be positive, got %g", o->alpha);
+    if (o->min_chunk < 0)
         return tsim_error_set(err, TSIM_E_INPUT, "llep: min chunk must be non-negative, got %lld",
-                              (long long)opts->llep.min_chunk);
+                              (long long)o->min_chunk);
     llep_state *s = calloc(1, sizeof *s);
     if (!s)
         return tsim_error_set(err, TSIM_E_INTERNAL, "llep: out of memory");
@@ -269,7 +272,7 @@ static int llep_init(void **state, const tsim_topology *topo, const tsim_planner
     const size_t nE = (size_t)E, nR = (size_t)R;
     s->R = R;
     s->E = E;
-    s->opt = opts->llep;
+    s->opt = *o;
     s->home = malloc(sizeof *s->home * nE);
     s->tpe = malloc(sizeof *s->tpe * nE);
     s->load0 = malloc(sizeof *s->load0 * nR);
@@ -296,14 +299,16 @@ static int llep_init(void **state, const tsim_topology *topo, const tsim_planner
 
 /* --llep-* options: parsed, defaulted and listed in --help from here. */
 static const tsim_option_spec llep_options[] = {
-    {.name = "llep-alpha", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, llep.alpha), .lo = 1e-09, .hi = 1000000000.0, .arg = "X", .def = "1.0", .help = "LLEP capacity factor"},
-    {.name = "llep-min-chunk", .type = TSIM_OPTION_INT64, .offset = offsetof(tsim_planner_options, llep.min_chunk), .lo = 0, .hi = 1125899906842624.0, .arg = "N", .def = "1024", .help = "LLEP minimum spill piece in tokens"},
-    {.name = "llep-threshold", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, llep.threshold), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0", .help = "LLEP activation threshold max/mean, 0 = off"},
+    {.name = "llep-alpha", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_llep_options, alpha), .lo = 1e-09, .hi = 1000000000.0, .arg = "X", .def = "1.0", .help = "LLEP capacity factor"},
+    {.name = "llep-min-chunk", .type = TSIM_OPTION_INT64, .offset = offsetof(tsim_llep_options, min_chunk), .lo = 0, .hi = 1125899906842624.0, .arg = "N", .def = "1024", .help = "LLEP minimum spill piece in tokens"},
+    {.name = "llep-threshold", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_llep_options, threshold), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0", .help = "LLEP activation threshold max/mean, 0 = off"},
     {0},
 };
 
 const tsim_planner_desc tsim_planner_llep = {
     .name = "llep",
+    .source = "LLEP, Nguyen et al., ICML 2026",
+    .options_size = sizeof(tsim_llep_options),
     .options = llep_options,
     .summary = "LLEP: spills hot experts in chunks to the least-loaded ranks under a capacity (no slot limit)",
     .init = llep_init,

@@ -8,6 +8,13 @@
 
 #include "planner.h"
 
+/* llep's own options block. */
+typedef struct {
+    double alpha;        /* capacity factor (1.0) */
+    int64_t min_chunk;   /* minimum piece m (1024) */
+    double threshold;    /* activation threshold; 0 = off (default) */
+} tsim_llep_options;
+
 extern const tsim_planner_desc tsim_planner_llep;
 
 /* Step 1: cap = max(floor(alpha * floor(total / R)), 1), except cap = total

@@ -58,10 +58,12 @@ typedef struct {
 
 static void lplb_free(void *state);
 
-static int lplb_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int lplb_init(void **state, const tsim_topology *topo, const tsim_planner_common *common,
+                       const void *own, tsim_error *err)
 {
     *state = NULL;
-    const tsim_lplb_options *o = &opts->lplb;
+    (void)common;
+    const tsim_lplb_options *o = own;
     if (o->solver != TSIM_LPLB_IPM && o->solver != TSIM_LPLB_EXACT)
         return tsim_error_set(err, TSIM_E_INPUT, "lplb: unknown solver %d", o->solver);
     if (o->history != TSIM_LPLB_HISTORY_PREV && o->history != TSIM_LPLB_HISTORY_NONE &&
@@ -471,15 +473,18 @@ static bool lplb_note(const void *state, char *line, size_t n)
 
 /* --lplb-* options: parsed, defaulted and listed in --help from here. */
 static const tsim_option_spec lplb_options[] = {
-    {.name = "lplb-graph", .type = TSIM_OPTION_STRING, .offset = offsetof(tsim_planner_options, lplb.graph), .size = TSIM_LPLB_GRAPH_MAX, .arg = "G", .def = "auto", .help = "auto|cube8|hypercube16|ring8|torus:MxN"},
-    {.name = "lplb-solver", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_planner_options, lplb.solver), .choices = "ipm|exact", .arg = "ipm|exact", .def = "ipm", .help = "LPLB LP solver"},
-    {.name = "lplb-history", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_planner_options, lplb.history), .choices = "prev|none|oracle", .arg = "prev|none|oracle", .def = "prev", .help = "LPLB replicated-expert choice"},
-    {.name = "lplb-rehome", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_planner_options, lplb.rehome), .choices = "none|eplb", .arg = "none|eplb", .def = "none", .help = "LPLB: re-home experts with EPLB before replicating"},
+    {.name = "lplb-graph", .type = TSIM_OPTION_STRING, .offset = offsetof(tsim_lplb_options, graph), .size = TSIM_LPLB_GRAPH_MAX, .arg = "G", .def = "auto", .help = "auto|cube8|hypercube16|ring8|torus:MxN"},
+    {.name = "lplb-solver", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_lplb_options, solver), .choices = "ipm|exact", .arg = "ipm|exact", .def = "ipm", .help = "LPLB LP solver"},
+    {.name = "lplb-history", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_lplb_options, history), .choices = "prev|none|oracle", .arg = "prev|none|oracle", .def = "prev", .help = "LPLB replicated-expert choice"},
+    {.name = "lplb-rehome", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_lplb_options, rehome), .choices = "none|eplb", .arg = "none|eplb", .def = "none", .help = "LPLB: re-home experts with EPLB before replicating"},
     {0},
 };
 
 const tsim_planner_desc tsim_planner_lplb = {
     .name = "lplb",
+    .source = "DeepSeek LPLB (deepseek-ai/LPLB)",
+    .options_size = sizeof(tsim_lplb_options),
+    .state = TSIM_STATE_LAYER_PREFIX,
     .options = lplb_options,
     .note = lplb_note,
     .summary = "DeepSeek LPLB: static replicas on a graph, per-group min-max LP (ipm or exact)",

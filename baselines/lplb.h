@@ -9,7 +9,23 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "planner.h"
 #include "topology.h"
+
+enum { TSIM_LPLB_IPM = 0, TSIM_LPLB_EXACT = 1 };
+enum { TSIM_LPLB_HISTORY_PREV = 0, TSIM_LPLB_HISTORY_NONE = 1, TSIM_LPLB_HISTORY_ORACLE = 2 };
+enum { TSIM_LPLB_REHOME_NONE = 0, TSIM_LPLB_REHOME_EPLB = 1 };
+
+extern const tsim_planner_desc tsim_planner_lplb;
+
+#define TSIM_LPLB_GRAPH_MAX 32
+/* lplb's own options block. */
+typedef struct {
+    char graph[TSIM_LPLB_GRAPH_MAX]; /* auto, cube8, hypercube16, torus:MxN, ring8 */
+    int solver;          /* TSIM_LPLB_IPM (default) or TSIM_LPLB_EXACT */
+    int history;         /* TSIM_LPLB_HISTORY_* (prev default) */
+    int rehome;          /* TSIM_LPLB_REHOME_NONE (default) or _EPLB: re-home with EPLB first (eplb.md 4) */
+} tsim_lplb_options;
 
 /* ---- graphs (lplb_graph.c) ---- */
 

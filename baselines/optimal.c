@@ -185,7 +185,8 @@ static int build_problem(optimal_state *s, tsim_error *err)
     return TSIM_OK;
 }
 
-static int optimal_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int optimal_init(void **state, const tsim_topology *topo, const tsim_planner_common *common,
+                       const void *own, tsim_error *err)
 {
     *state = NULL;
     const int R = topo->ranks, E = topo->experts, K = topo->slots;
@@ -195,15 +196,15 @@ static int optimal_init(void **state, const tsim_topology *topo, const tsim_plan
                               "optimal: %d experts on %d ranks need %lld binaries (E * (R - 1)), more than the cap "
                               "of %d: the MIP yardstick is for small R and E",
                               E, R, (long long)pairs, TSIM_OPTIMAL_MAX_BINARIES);
-    const tsim_optimal_options *o = &opts->optimal;
+    const tsim_optimal_options *o = own;
     if (!isfinite(o->mu) || o->mu < 0.0)
         return tsim_error_set(err, TSIM_E_INPUT, "optimal: --optimal-mu must be a finite number >= 0, got %g", o->mu);
     if (o->node_limit < 1)
         return tsim_error_set(err, TSIM_E_INPUT, "optimal: --optimal-node-limit must be at least 1, got %d",
                               o->node_limit);
-    if (!isfinite(opts->lambda_plan) || opts->lambda_plan < 0.0)
+    if (!isfinite(common->lambda_plan) || common->lambda_plan < 0.0)
         return tsim_error_set(err, TSIM_E_INPUT, "optimal: lambda_plan must be a finite number >= 0, got %g",
-                              opts->lambda_plan);
+                              common->lambda_plan);
 
     optimal_state *s = calloc(1, sizeof *s);
     if (!s)
@@ -214,7 +215,7 @@ static int optimal_init(void **state, const tsim_topology *topo, const tsim_plan
     s->rpn = topo->ranks_per_node;
     s->P = (int)pairs;
     s->mu = o->mu;
-    s->lambda = opts->lambda_plan;
+    s->lambda = common->lambda_plan;
     s->node_limit = o->node_limit;
     size_t np = s->P > 0 ? (size_t)s->P : 1;
     s->home = malloc(sizeof *s->home * (size_t)E);
@@ -486,13 +487,17 @@ void tsim_optimal_stats_get(const void *state, tsim_optimal_stats *out)
 
 /* --optimal-* options: parsed, defaulted and listed in --help from here. */
 static const tsim_option_spec optimal_options[] = {
-    {.name = "optimal-mu", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, optimal.mu), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0.001", .help = "optimal: weight of the weighted cost against imbalance"},
-    {.name = "optimal-node-limit", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_planner_options, optimal.node_limit), .lo = 1, .hi = 1000000000, .arg = "N", .def = "20000", .help = "optimal: branch-and-bound subproblems per record"},
+    {.name = "optimal-mu", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_optimal_options, mu), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0.001", .help = "optimal: weight of the weighted cost against imbalance"},
+    {.name = "optimal-node-limit", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_optimal_options, node_limit), .lo = 1, .hi = 1000000000, .arg = "N", .def = "20000", .help = "optimal: branch-and-bound subproblems per record"},
     {0},
 };
 
 const tsim_planner_desc tsim_planner_optimal = {
     .name = "optimal",
+    .source = "the TAOT paper's objective (arXiv 2608.03676), solved exactly with GLPK",
+    .options_size = sizeof(tsim_optimal_options),
+    .cost = TSIM_COST_EXPENSIVE,
+    .reads_lambda_plan = true,
     .options = optimal_options,
     .summary = "exact MIP (GLPK) of imbalance + mu * weighted cost, K guests per rank: the yardstick for small R, E",
     .init = optimal_init,

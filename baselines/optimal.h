@@ -11,6 +11,12 @@
 
 #include "planner.h"
 
+/* The `optimal` MIP yardstick's own options block. */
+typedef struct {
+    double mu;           /* weight of the weighted cost against imbalance (0.001) */
+    int node_limit;      /* branch-and-bound subproblems per record (20000); deterministic, unlike a clock */
+} tsim_optimal_options;
+
 extern const tsim_planner_desc tsim_planner_optimal;
 
 /* Most binaries y[e][g] (E * (R - 1)) init accepts: the MIP is a yardstick for

@@ -84,10 +84,10 @@ static int bench_trace(const char *path, const settings *cfg)
         rc = tsim_topology_init(&topo, h->ep, h->experts, h->ranks_per_node, cfg->slots, h->home, &err);
     }
     if (!rc) {
-        taot.desc = tsim_planner_find("taot");
-        snprintf(taot.label, sizeof taot.label, "taot");
-        tsim_planner_options_default(&taot.opts);
-        taot.opts.lambda_plan = cfg->lambda_plan;
+        tsim_planner_options base;
+        tsim_planner_options_default(&base);
+        base.common.lambda_plan = cfg->lambda_plan;
+        tsim_planner_configure(&taot, tsim_planner_find("taot"), "taot", &base);
         rc = tsim_planner_start(&taot, &topo, &err);
     }
     if (!rc)

@@ -22,6 +22,8 @@
 #include <time.h>
 
 #include "evaluate.h"
+#include "lplb.h"
+#include "registry.h"
 #include "planner.h"
 #include "registry.h"
 #include "stats.h"
@@ -69,9 +71,11 @@ static int start(solver_run *s, const tsim_topology *topo, int solver, int histo
     memset(s, 0, sizeof *s);
     s->p.desc = tsim_planner_find("lplb");
     snprintf(s->p.label, sizeof s->p.label, "lplb-%s", solver == TSIM_LPLB_IPM ? "ipm" : "exact");
-    tsim_planner_options_default(&s->p.opts);
-    s->p.opts.lplb.solver = solver;
-    s->p.opts.lplb.history = history;
+    tsim_planner_options base;
+    tsim_planner_options_default(&base);
+    tsim_planner_configure(&s->p, s->p.desc, s->p.label, &base);
+    ((tsim_lplb_options *)(s->p).own.bytes)->solver = solver;
+    ((tsim_lplb_options *)(s->p).own.bytes)->history = history;
     int rc = tsim_planner_start(&s->p, topo, err);
     if (!rc)
         rc = tsim_plan_init(&s->plan, topo->ranks, topo->ranks * topo->slots, err);

@@ -40,6 +40,7 @@ extern "C" {
 #include "plan.h"
 #include "planner.h"
 #include "record.h"
+#include "taot.h"
 #include "topology.h"
 
 typedef struct tsim_taot_gpu tsim_taot_gpu;
@@ -56,13 +57,15 @@ typedef struct {
 
 void tsim_taot_gpu_settings_default(tsim_taot_gpu_settings *s);
 
-/* A GPU planner for this topology and these options (opts->taot.device is
+/* A GPU planner for this topology and these options (opts->device is
  * ignored). NULL with err set when the options are invalid (the CPU's message),
  * the shape is outside the limits above (TSIM_E_INPUT, the reason), or CUDA
  * fails (TSIM_E_INTERNAL, the CUDA error). */
-tsim_taot_gpu *tsim_taot_gpu_create(const tsim_topology *topo, const tsim_planner_options *opts, int max_batch,
+tsim_taot_gpu *tsim_taot_gpu_create(const tsim_topology *topo, const tsim_planner_common *common,
+                                    const tsim_taot_options *opts, int max_batch,
                                     tsim_error *err);
-tsim_taot_gpu *tsim_taot_gpu_create_ex(const tsim_topology *topo, const tsim_planner_options *opts,
+tsim_taot_gpu *tsim_taot_gpu_create_ex(const tsim_topology *topo, const tsim_planner_common *common,
+                                    const tsim_taot_options *opts,
                                        const tsim_taot_gpu_settings *settings, tsim_error *err);
 
 /* Plans n records (any n; launches of at most max_batch) into plans[0..n-1],
@@ -88,7 +91,7 @@ void tsim_taot_gpu_free(tsim_taot_gpu *g);
  * table to out. Returns TSIM_OK; TSIM_E_CHECK when a GPU plan differed from
  * the CPU's (counted in the table); TSIM_E_INPUT with the reason when no GPU
  * answers or the build has no CUDA. */
-int tsim_taot_gpu_bench(FILE *out, const tsim_planner_options *base, int records, uint64_t seed, tsim_error *err);
+int tsim_taot_gpu_bench(FILE *out, const tsim_planner_common *common, const tsim_taot_options *base, int records, uint64_t seed, tsim_error *err);
 #endif /* TSIM_TAOT_GPU_ENGINE_ONLY */
 
 /* ------------------------------------------------------------------------- */

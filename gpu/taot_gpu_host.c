@@ -33,16 +33,18 @@ int tsim_taot_gpu_available(char *why, size_t n)
     return tsim_taot_gpu_engine_probe(why, n);
 }
 
-tsim_taot_gpu *tsim_taot_gpu_create(const tsim_topology *topo, const tsim_planner_options *opts, int max_batch,
+tsim_taot_gpu *tsim_taot_gpu_create(const tsim_topology *topo, const tsim_planner_common *common,
+                                    const tsim_taot_options *opts, int max_batch,
                                     tsim_error *err)
 {
     tsim_taot_gpu_settings s;
     tsim_taot_gpu_settings_default(&s);
     s.max_batch = max_batch;
-    return tsim_taot_gpu_create_ex(topo, opts, &s, err);
+    return tsim_taot_gpu_create_ex(topo, common, opts, &s, err);
 }
 
-tsim_taot_gpu *tsim_taot_gpu_create_ex(const tsim_topology *topo, const tsim_planner_options *opts,
+tsim_taot_gpu *tsim_taot_gpu_create_ex(const tsim_topology *topo, const tsim_planner_common *common,
+                                    const tsim_taot_options *opts,
                                        const tsim_taot_gpu_settings *settings, tsim_error *err)
 {
     if (topo->ranks > TSIM_TAOT_GPU_MAX_RANKS) {
@@ -57,9 +59,9 @@ tsim_taot_gpu *tsim_taot_gpu_create_ex(const tsim_topology *topo, const tsim_pla
         tsim_error_set(err, TSIM_E_INTERNAL, "taot gpu: out of memory");
         return NULL;
     }
-    tsim_planner_options cpu_opts = *opts;
-    cpu_opts.taot.device = TSIM_DEVICE_CPU;
-    if (tsim_taot_init(&g->ref, topo, &cpu_opts, err) != TSIM_OK) {
+    tsim_taot_options cpu_opts = *opts;
+    cpu_opts.device = TSIM_DEVICE_CPU;
+    if (tsim_taot_init(&g->ref, topo, common, &cpu_opts, err) != TSIM_OK) {
         free(g);
         return NULL;
     }
@@ -289,7 +291,7 @@ static void bench_state_free(bench_state *b)
     free(b);
 }
 
-static int bench_shape_run(FILE *out, const tsim_planner_options *base, const bench_shape *sh, int records,
+static int bench_shape_run(FILE *out, const tsim_planner_common *common, const tsim_taot_options *base, const bench_shape *sh, int records,
                            uint64_t *state, long *mismatches_total, tsim_error *err)
 {
     const int R = sh->R, E = sh->E, batch = TSIM_TAOT_GPU_DEFAULT_BATCH;
@@ -324,9 +326,9 @@ static int bench_shape_run(FILE *out, const tsim_planner_options *base, const be
         }
         b->n_plans = i + 1;
     }
-    tsim_planner_options opts = *base;
-    opts.taot.device = TSIM_DEVICE_CPU;
-    if ((rc = tsim_taot_init(&b->cpu_ctx, &b->topo, &opts, err))) {
+    tsim_taot_options opts = *base;
+    opts.device = TSIM_DEVICE_CPU;
+    if ((rc = tsim_taot_init(&b->cpu_ctx, &b->topo, common, &opts, err))) {
         bench_state_free(b);
         return rc;
     }
@@ -334,9 +336,9 @@ static int bench_shape_run(FILE *out, const tsim_planner_options *base, const be
     tsim_taot_gpu_settings set;
     tsim_taot_gpu_settings_default(&set);
     set.max_batch = 1;
-    b->single = tsim_taot_gpu_create_ex(&b->topo, &opts, &set, err);
+    b->single = tsim_taot_gpu_create_ex(&b->topo, common, &opts, &set, err);
     set.max_batch = batch;
-    b->batched = b->single ? tsim_taot_gpu_create_ex(&b->topo, &opts, &set, err) : NULL;
+    b->batched = b->single ? tsim_taot_gpu_create_ex(&b->topo, common, &opts, &set, err) : NULL;
     if (!b->batched) {
         bench_state_free(b);
         return err ? err->code : TSIM_E_INTERNAL;
@@ -416,7 +418,7 @@ static int bench_shape_run(FILE *out, const tsim_planner_options *base, const be
     return TSIM_OK;
 }
 
-int tsim_taot_gpu_bench(FILE *out, const tsim_planner_options *base, int records, uint64_t seed, tsim_error *err)
+int tsim_taot_gpu_bench(FILE *out, const tsim_planner_common *common, const tsim_taot_options *base, int records, uint64_t seed, tsim_error *err)
 {
     char why[512];
     if (!tsim_taot_gpu_available(why, sizeof why))
@@ -436,7 +438,7 @@ int tsim_taot_gpu_bench(FILE *out, const tsim_planner_options *base, int records
             TSIM_TAOT_GPU_DEFAULT_BATCH, TSIM_TAOT_GPU_DEFAULT_BATCH);
     fprintf(out, "|---|---|---|---|---|---|---|---|---|---|\n");
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        int rc = bench_shape_run(out, base, &shapes[i], records, &state, &mismatches, err);
+        int rc = bench_shape_run(out, common, base, &shapes[i], records, &state, &mismatches, err);
         if (rc)
             return rc;
     }

@@ -23,21 +23,24 @@ void tsim_taot_gpu_settings_default(tsim_taot_gpu_settings *s)
     s->diagnostics = false;
 }
 
-tsim_taot_gpu *tsim_taot_gpu_create(const tsim_topology *topo, const tsim_planner_options *opts, int max_batch,
+tsim_taot_gpu *tsim_taot_gpu_create(const tsim_topology *topo, const tsim_planner_common *common,
+                                    const tsim_taot_options *opts, int max_batch,
                                     tsim_error *err)
 {
     (void)topo;
+    (void)common;
     (void)opts;
     (void)max_batch;
     tsim_error_set(err, TSIM_E_INPUT, "taot gpu: %s", NO_CUDA);
     return NULL;
 }
 
-tsim_taot_gpu *tsim_taot_gpu_create_ex(const tsim_topology *topo, const tsim_planner_options *opts,
+tsim_taot_gpu *tsim_taot_gpu_create_ex(const tsim_topology *topo, const tsim_planner_common *common,
+                                    const tsim_taot_options *opts,
                                        const tsim_taot_gpu_settings *settings, tsim_error *err)
 {
     (void)settings;
-    return tsim_taot_gpu_create(topo, opts, 1, err);
+    return tsim_taot_gpu_create(topo, common, opts, 1, err);
 }
 
 int tsim_taot_gpu_plan_batch(tsim_taot_gpu *g, const tsim_record *const *recs, int n, tsim_plan *plans,
@@ -63,9 +66,10 @@ void tsim_taot_gpu_free(tsim_taot_gpu *g)
     (void)g;
 }
 
-int tsim_taot_gpu_bench(FILE *out, const tsim_planner_options *base, int records, uint64_t seed, tsim_error *err)
+int tsim_taot_gpu_bench(FILE *out, const tsim_planner_common *common, const tsim_taot_options *base, int records, uint64_t seed, tsim_error *err)
 {
     (void)out;
+    (void)common;
     (void)base;
     (void)records;
     (void)seed;

@@ -1,4 +1,5 @@
 #include "gpu_fixture.h"
+#include "test_options.h"
 #include "registry.h"
 
 #include <stdint.h>
@@ -16,14 +17,14 @@ tsim_gpu_config tsim_gpu_combo(int i, double lambda, double self_bonus, int iter
 void tsim_gpu_config_options(const tsim_gpu_config *c, tsim_planner_options *o)
 {
     tsim_planner_options_default(o);
-    o->lambda_plan = c->lambda;
-    o->taot.phase3 = c->phase3;
-    o->taot.flow_hint = c->flow_hint;
-    o->taot.comm_cost = c->comm_cost;
-    o->taot.self_bonus = c->self_bonus;
-    o->taot.iters = c->iters;
-    o->taot.auction_rounds = c->rounds;
-    o->taot.device = TSIM_DEVICE_CPU;
+    o->common.lambda_plan = c->lambda;
+    TSIM_OPTS(*o, taot)->phase3 = c->phase3;
+    TSIM_OPTS(*o, taot)->flow_hint = c->flow_hint;
+    TSIM_OPTS(*o, taot)->comm_cost = c->comm_cost;
+    TSIM_OPTS(*o, taot)->self_bonus = c->self_bonus;
+    TSIM_OPTS(*o, taot)->iters = c->iters;
+    TSIM_OPTS(*o, taot)->auction_rounds = c->rounds;
+    TSIM_OPTS(*o, taot)->device = TSIM_DEVICE_CPU;
 }
 
 void tsim_gpu_config_name(const tsim_gpu_config *c, const tsim_topology *t, char *buf, size_t n)

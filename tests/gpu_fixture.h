@@ -9,6 +9,7 @@
 
 #include "plan.h"
 #include "planner.h"
+#include "registry.h"
 #include "topology.h"
 
 typedef struct {

@@ -8,13 +8,7 @@
 
 bool planner_is_expensive(const tsim_planner_desc *desc)
 {
-    /* With the descriptor's cost class this body becomes
-     *     return desc->cost == TSIM_COST_EXPENSIVE; */
-    const size_t n = strlen(desc->name);
-    for (const tsim_option_spec *o = desc->options; o && o->name; o++)
-        if (strncmp(o->name, desc->name, n) == 0 && strcmp(o->name + n, "-node-limit") == 0)
-            return true;
-    return false;
+    return desc->cost == TSIM_COST_EXPENSIVE; /* the descriptor's cost class */
 }
 
 static void config_add(tsim_config_spec *out, int max, int *n, const char *planner, const char *option,

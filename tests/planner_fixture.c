@@ -1,4 +1,5 @@
 #include "planner_fixture.h"
+#include "test_options.h"
 #include "registry.h"
 
 #include <criterion/criterion.h>
@@ -13,7 +14,7 @@ void tsim_fixture_open(tsim_test_fixture *f, const tsim_planner_desc *desc, int 
         f->opts = *opts;
     else
         tsim_planner_options_default(&f->opts);
-    cr_assert_eq(desc->init(&f->state, &f->topo, &f->opts, &err), 0, "%s: %s", desc->name, err.msg);
+    cr_assert_eq(tsim_planner_init_with(desc, &f->state, &f->topo, &f->opts, &err), 0, "%s: %s", desc->name, err.msg);
     cr_assert_eq(tsim_plan_init(&f->plan, R, plan_capacity, &err), 0);
     cr_assert_eq(tsim_evaluator_init(&f->ev, &f->topo, &err), 0);
 }

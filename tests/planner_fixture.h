@@ -6,6 +6,7 @@
 #include "evaluate.h"
 #include "plan.h"
 #include "planner.h"
+#include "registry.h"
 #include "record.h"
 #include "topology.h"
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "evaluate.h"
+#include "test_options.h"
 #include "outfile.h"
 #include "parse.h"
 #include "plan.h"
@@ -358,9 +359,9 @@ Test(planner, spec_with_label_and_options)
                  0, "%s", err.msg);
     cr_assert_str_eq(p.label, "taot-split");
     cr_assert_str_eq(p.desc->name, "taot");
-    cr_assert_eq(p.opts.taot.phase3, TSIM_TAOT_SPLIT);
-    cr_assert(!p.opts.taot.flow_hint);
-    cr_assert(base.taot.flow_hint, "base options untouched");
+    cr_assert_eq(TSIM_OWN(p, taot)->phase3, TSIM_TAOT_SPLIT);
+    cr_assert(!TSIM_OWN(p, taot)->flow_hint);
+    cr_assert(TSIM_OPTS(base, taot)->flow_hint, "base options untouched");
     cr_assert_eq(tsim_planner_spec_parse(&p, "echo", &base, &err), 0);
     cr_assert_str_eq(p.label, "echo");
     cr_assert_eq(tsim_planner_spec_parse(&p, "nope", &base, &err), TSIM_E_INPUT);
@@ -383,10 +384,10 @@ Test(planner, option_tables_are_consistent)
             continue;
         }
         cr_assert(o->def && o->arg, "--%s needs a default and an argument name", o->name);
-        tsim_planner_options opts;
+        tsim_options_block opts;
         memset(&opts, 0, sizeof opts);
         tsim_error err = {0};
-        cr_assert_eq(tsim_option_apply(o, &opts, o->def, &err), TSIM_OK, "--%s default '%s': %s", o->name, o->def,
+        cr_assert_eq(tsim_option_apply(o, opts.bytes, o->def, &err), TSIM_OK, "--%s default '%s': %s", o->name, o->def,
                      err.msg);
     }
     cr_assert_geq(n, 20, "only %d options found", n);
@@ -406,24 +407,114 @@ Test(planner, option_apply_checks_type_range_and_flags)
     cr_assert(iters && phase3 && hint);
     tsim_planner_options o;
     tsim_planner_options_default(&o);
-    cr_assert_eq(o.taot.iters, 50);
-    cr_assert(o.taot.flow_hint);
+    tsim_taot_options *t = TSIM_OPTS(o, taot);
+    cr_assert_eq(t->iters, 50);
+    cr_assert(t->flow_hint);
     tsim_error err = {0};
-    cr_assert_eq(tsim_option_apply(iters, &o, "7", &err), TSIM_OK);
-    cr_assert_eq(o.taot.iters, 7);
-    cr_assert_eq(tsim_option_apply(iters, &o, "100001", &err), TSIM_E_INPUT);
-    cr_assert_eq(tsim_option_apply(iters, &o, "1.5", &err), TSIM_E_INPUT);
-    cr_assert_eq(tsim_option_apply(iters, &o, NULL, &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_option_apply(iters, t, "7", &err), TSIM_OK);
+    cr_assert_eq(t->iters, 7);
+    cr_assert_eq(tsim_option_apply(iters, t, "100001", &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_option_apply(iters, t, "1.5", &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_option_apply(iters, t, NULL, &err), TSIM_E_INPUT);
     cr_assert_str_eq(err.msg, "--taot-iters needs a value");
-    cr_assert_eq(tsim_option_apply(phase3, &o, "split", &err), TSIM_OK);
-    cr_assert_eq(o.taot.phase3, TSIM_TAOT_SPLIT);
-    cr_assert_eq(tsim_option_apply(phase3, &o, "both", &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_option_apply(phase3, t, "split", &err), TSIM_OK);
+    cr_assert_eq(t->phase3, TSIM_TAOT_SPLIT);
+    cr_assert_eq(tsim_option_apply(phase3, t, "both", &err), TSIM_E_INPUT);
     cr_assert_str_eq(err.msg, "--taot-phase3: expected auction or split, got 'both'");
-    cr_assert_eq(tsim_option_apply(hint, &o, "no", &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_option_apply(hint, t, "no", &err), TSIM_E_INPUT);
     cr_assert_str_eq(err.msg, "--taot-no-flow-hint takes no value");
-    cr_assert(o.taot.flow_hint, "a rejected flag changes nothing");
-    cr_assert_eq(tsim_option_apply(hint, &o, NULL, &err), TSIM_OK);
-    cr_assert_not(o.taot.flow_hint);
+    cr_assert(t->flow_hint, "a rejected flag changes nothing");
+    cr_assert_eq(tsim_option_apply(hint, t, NULL, &err), TSIM_OK);
+    cr_assert_not(t->flow_hint);
+    /* Set by name, each option lands in its own planner's block only. */
+    bool known;
+    cr_assert_eq(tsim_planner_options_set(&o, "llep-alpha", "2.5", &known, &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(TSIM_OPTS(o, llep)->alpha, 2.5);
+    cr_assert_eq(t->iters, 7, "taot's block untouched");
+    cr_assert_eq(tsim_planner_options_set(&o, "lambda-plan", "4", &known, &err), TSIM_OK);
+    cr_assert_eq(o.common.lambda_plan, 4.0);
+}
+
+/* Every planner owns its block: its size fits the inline storage and every
+ * option of its table lies inside it. */
+Test(planner, option_blocks_hold_their_tables)
+{
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++) {
+        cr_assert_leq((*d)->options_size, (size_t)TSIM_OPTIONS_BLOCK_MAX, "%s: block too large", (*d)->name);
+        for (const tsim_option_spec *o = (*d)->options; o && o->name; o++) {
+            size_t w = o->type == TSIM_OPTION_DOUBLE || o->type == TSIM_OPTION_INT64 ? 8
+                       : o->type == TSIM_OPTION_STRING                               ? o->size
+                       : o->type == TSIM_OPTION_CLEAR                                ? sizeof(bool)
+                                                                                     : sizeof(int);
+            cr_assert_leq(o->offset + w, (*d)->options_size, "%s: --%s lies outside its block of %zu bytes",
+                          (*d)->name, o->name, (*d)->options_size);
+        }
+    }
+}
+
+typedef struct {
+    int count;
+    char keys[64][64];
+} seen_options;
+
+static void remember_option(const tsim_option_value *v, void *ctx)
+{
+    seen_options *s = ctx;
+    if (s->count < 64)
+        snprintf(s->keys[s->count++], 64, "%s", v->key);
+}
+
+/* JSON results record every option of every planner from its table. */
+Test(planner, options_each_walks_every_table)
+{
+    tsim_planner_options base;
+    tsim_planner_options_default(&base);
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++) {
+        tsim_planner p;
+        tsim_planner_configure(&p, *d, NULL, &base);
+        seen_options seen = {0};
+        tsim_planner_options_each(&p, remember_option, &seen);
+        int want = 1; /* lambda_plan, common to all */
+        for (const tsim_option_spec *o = (*d)->options; o && o->name; o++)
+            want++;
+        cr_assert_eq(seen.count, want, "%s: %d options visited, %d expected", (*d)->name, seen.count, want);
+    }
+    tsim_planner p;
+    tsim_planner_configure(&p, &tsim_planner_taot, "t", &base);
+    seen_options seen = {0};
+    tsim_planner_options_each(&p, remember_option, &seen);
+    cr_assert_str_eq(seen.keys[0], "lambda_plan");
+    cr_assert_str_eq(seen.keys[1], "phase3");
+    cr_assert_str_eq(seen.keys[2], "flow_hint", "a flag is recorded under its positive name");
+}
+
+Test(planner, label_refuses_another_planners_option)
+{
+    tsim_planner_options base;
+    tsim_planner_options_default(&base);
+    tsim_planner p;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_planner_spec_parse(&p, "t=taot:--llep-alpha=2", &base, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "--llep-alpha is an option of llep, not of taot") != NULL, "%s", err.msg);
+    cr_assert_eq(tsim_planner_spec_parse(&p, "t=taot:--lambda-plan=2", &base, &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(p.common.lambda_plan, 2.0);
+}
+
+/* The contracts sessions, -j, shards and bench read: a planner that can be
+ * seeded with a history keeps one; optimal is expensive. */
+Test(planner, contracts_are_declared)
+{
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++) {
+        cr_assert((*d)->source && *(*d)->source, "%s names no source", (*d)->name);
+        if ((*d)->prime)
+            cr_assert_neq((*d)->state, TSIM_STATE_NONE, "%s takes a history but declares no state", (*d)->name);
+        if ((*d)->state == TSIM_STATE_WINDOW)
+            cr_assert_gt((*d)->state_window, 0, "%s: a window of no records", (*d)->name);
+    }
+    cr_assert_eq(tsim_planner_optimal.cost, TSIM_COST_EXPENSIVE);
+    cr_assert_eq(tsim_planner_taot.cost, TSIM_COST_CHEAP);
+    cr_assert_eq(tsim_planner_eplb.state, TSIM_STATE_LAYER_PREFIX);
+    cr_assert_eq(tsim_planner_taot.state, TSIM_STATE_NONE);
 }
 
 Test(split, proportional_floors_then_intervals)
@@ -625,4 +716,33 @@ Test(search, finds_keys_and_insertion_points)
     cr_assert_eq(tsim_search_sorted(3, 6, key_of, keys), -3);
     cr_assert_eq(tsim_search_sorted(3, 10, key_of, keys), -4);
     cr_assert_eq(tsim_search_sorted(0, 4, key_of, keys), -1);
+}
+
+/* Slots per planner: LABEL=NAME:--slots=K for any planner; MoonEP's rule
+ * runs at E/R by default and refuses a smaller explicit K, naming the K. */
+Test(planner, slots_per_planner)
+{
+    tsim_planner_options base;
+    tsim_planner_options_default(&base);
+    tsim_topology t;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_topology_init(&t, 4, 32, 2, 2, NULL, &err), 0);
+    tsim_planner p;
+    int k = -1;
+    cr_assert_eq(tsim_planner_spec_parse(&p, "e=echo:--slots=3", &base, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_planner_slots(&p, &t, &k, &err), 0);
+    cr_assert_eq(k, 3);
+    cr_assert_eq(tsim_planner_spec_parse(&p, "echo", &base, &err), 0);
+    cr_assert_eq(tsim_planner_slots(&p, &t, &k, &err), 0);
+    cr_assert_eq(k, 2, "the command's K");
+    cr_assert_eq(tsim_planner_spec_parse(&p, "moonep", &base, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_planner_slots(&p, &t, &k, &err), 0);
+    cr_assert_eq(k, 8, "E/R");
+    cr_assert_eq(tsim_planner_spec_parse(&p, "m=moonep:--slots=9", &base, &err), 0);
+    cr_assert_eq(tsim_planner_slots(&p, &t, &k, &err), 0);
+    cr_assert_eq(k, 9);
+    cr_assert_eq(tsim_planner_spec_parse(&p, "m=moonep:--slots=4", &base, &err), 0);
+    cr_assert_eq(tsim_planner_slots(&p, &t, &k, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "needs --slots >= E/R = 8") != NULL, "%s", err.msg);
+    tsim_topology_free(&t);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "echo.h"
+#include "test_options.h"
 #include "evaluate.h"
 #include "plan.h"
 #include "planner.h"
@@ -323,7 +324,7 @@ Test(echo, properties_on_random_records, .timeout = 120)
             void *fresh = NULL;
             tsim_planner_options opts;
             tsim_planner_options_default(&opts);
-            cr_assert_eq(tsim_planner_echo.init(&fresh, &f.topo, &opts, &err), 0);
+            cr_assert_eq(tsim_planner_init_with(&tsim_planner_echo, &fresh, &f.topo, &opts, &err), 0);
             cr_assert_eq(tsim_planner_echo.plan(fresh, &rec, &fresh_plan, &err), 0);
             cr_assert(tsim_plan_equal(&f.plan, &fresh_plan), "shape %d record %d: plan differs from a fresh state",
                       shape_i, rec_i);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "eplb_hosts.h"
+#include "test_options.h"
 #include "eplb_layout.h"
 #include "random_records.h"
 #include "vector_check.h"
@@ -607,7 +608,7 @@ static void open_session(tsim_session *s, int R, int E, int rpn, int K, const ts
     p.desc = tsim_planner_find("eplb");
     cr_assert(p.desc != NULL, "eplb is registered");
     snprintf(p.label, sizeof p.label, "eplb");
-    p.opts = *opts;
+    tsim_planner_configure(&p, p.desc, "eplb", opts);
     tsim_error err = {0};
     cr_assert_eq(tsim_session_init(s, R, E, rpn, K, NULL, &p, 1, 3.0, &err), 0, "%s", err.msg);
 }
@@ -668,8 +669,8 @@ static void schedule_open(schedule_rig *g, int history, int interval)
 {
     tsim_planner_options o;
     tsim_planner_options_default(&o);
-    o.eplb.history = history;
-    o.eplb.interval = interval;
+    TSIM_OPTS(o, eplb)->history = history;
+    TSIM_OPTS(o, eplb)->interval = interval;
     g->R = 4;
     g->E = 8;
     g->P = 12;
@@ -811,11 +812,11 @@ static void assert_init_error(int R, int E, int rpn, int K, int groups, int inte
     cr_assert_eq(tsim_topology_init(&topo, R, E, rpn, K, NULL, &err), 0, "%s", err.msg);
     tsim_planner_options o;
     tsim_planner_options_default(&o);
-    o.eplb.groups = groups;
-    o.eplb.interval = interval;
-    o.eplb.history = history;
+    TSIM_OPTS(o, eplb)->groups = groups;
+    TSIM_OPTS(o, eplb)->interval = interval;
+    TSIM_OPTS(o, eplb)->history = history;
     void *state = NULL;
-    cr_assert_eq(tsim_planner_eplb.init(&state, &topo, &o, &err), TSIM_E_INPUT, "expected: %s", want);
+    cr_assert_eq(tsim_planner_init_with(&tsim_planner_eplb, &state, &topo, &o, &err), TSIM_E_INPUT, "expected: %s", want);
     cr_assert(strstr(err.msg, want), "message '%s' lacks '%s'", err.msg, want);
     cr_assert_null(state);
     tsim_topology_free(&topo);
@@ -842,7 +843,7 @@ Test(eplb_errors, configuration)
     cr_assert(known && strstr(err.msg, "--eplb-history"), "%s", err.msg);
     cr_assert_eq(tsim_planner_options_set(&o, "eplb-interval", "0", &known, &err), TSIM_E_INPUT);
     cr_assert_eq(tsim_planner_options_set(&o, "eplb-groups", "4", &known, &err), 0);
-    cr_assert_eq(o.eplb.groups, 4);
+    cr_assert_eq(TSIM_OPTS(o, eplb)->groups, 4);
 }
 
 /* ---- properties over random records and shapes ---- */
@@ -963,16 +964,16 @@ Test(eplb_props, random_records_and_shapes, .timeout = 900)
         tsim_planner_options o;
         tsim_planner_options_default(&o);
         const int nodes = R > rpn ? R / rpn : 1;
-        o.eplb.groups = tsim_rand_range(&st, 0, 1) ? 1 : nodes;
-        o.eplb.history = (int)tsim_rand_range(&st, 0, 2);
-        o.eplb.interval = (int)tsim_rand_range(&st, 1, 4);
+        TSIM_OPTS(o, eplb)->groups = tsim_rand_range(&st, 0, 1) ? 1 : nodes;
+        TSIM_OPTS(o, eplb)->history = (int)tsim_rand_range(&st, 0, 2);
+        TSIM_OPTS(o, eplb)->interval = (int)tsim_rand_range(&st, 1, 4);
         if (R > rpn && R % rpn != 0) {
             assert_init_error(R, E, rpn, shape.slots, 1, 8, TSIM_EPLB_HISTORY_PREV, "EPLB needs equal nodes");
             refused++;
             continue;
         }
-        if (E % o.eplb.groups != 0)
-            o.eplb.groups = 1;
+        if (E % TSIM_OPTS(o, eplb)->groups != 0)
+            TSIM_OPTS(o, eplb)->groups = 1;
         tsim_session s;
         open_session(&s, R, E, rpn, shape.slots, &o);
         const int layers = (int)tsim_rand_range(&st, 1, 3), n = (int)tsim_rand_range(&st, 4, 12);

@@ -146,11 +146,25 @@ static run_status direct_plan(const tsim_planner *cfg, const shape_case *c, dire
     tsim_topology topo;
     cr_assert_eq(tsim_topology_init(&topo, sh->ranks, sh->experts, sh->ranks_per_node, sh->slots, c->home, &err),
                  TSIM_OK, "the generator made a bad shape: %s", err.msg);
+    /* the planner's own K (a descriptor's slots rule), as the session gives it */
+    int K = sh->slots;
+    bool live = true; /* topo holds memory */
+    int krc = tsim_planner_slots(cfg, &topo, &K, &err);
+    if (krc == TSIM_OK && K != sh->slots) {
+        tsim_topology_free(&topo);
+        krc = tsim_topology_init(&topo, sh->ranks, sh->experts, sh->ranks_per_node, K, c->home, &err);
+        live = krc == TSIM_OK;
+    }
+    if (krc) {
+        snprintf(why, n, "init returned status %d: %s", krc, err.msg);
+        if (live)
+            tsim_topology_free(&topo);
+        return krc == TSIM_E_INPUT ? RUN_REFUSED : RUN_FAILED;
+    }
     tsim_evaluator ev;
     cr_assert_eq(tsim_evaluator_init(&ev, &topo, &err), TSIM_OK, "%s", err.msg);
     for (int i = 0; i < c->n; i++)
-        cr_assert_eq(tsim_plan_init(&out->plans[i], sh->ranks, sh->ranks * (sh->slots > 0 ? sh->slots : 1), &err),
-                     TSIM_OK);
+        cr_assert_eq(tsim_plan_init(&out->plans[i], sh->ranks, sh->ranks * (K > 0 ? K : 1), &err), TSIM_OK);
     tsim_planner p = *cfg;
     p.state = NULL;
     tsim_previous_placements pp = {0};

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "external.h"
+#include "test_options.h"
 #include "plan.h"
 #include "planner.h"
 #include "registry.h"
@@ -209,14 +210,14 @@ Test(spec, a_colon_inside_an_option_value)
     tsim_planner p;
     tsim_error err = {0};
     cr_assert_eq(tsim_planner_spec_parse(&p, "g=lplb:--lplb-graph=torus:2x4", &base, &err), TSIM_OK, "%s", err.msg);
-    cr_assert_str_eq(p.opts.lplb.graph, "torus:2x4");
+    cr_assert_str_eq(TSIM_OWN(p, lplb)->graph, "torus:2x4");
     cr_assert_eq(tsim_planner_spec_parse(&p, "g=lplb:--lplb-graph=torus:2x4:--lplb-solver=exact", &base, &err),
                  TSIM_OK, "%s", err.msg);
-    cr_assert_str_eq(p.opts.lplb.graph, "torus:2x4");
-    cr_assert_eq(p.opts.lplb.solver, TSIM_LPLB_EXACT);
+    cr_assert_str_eq(TSIM_OWN(p, lplb)->graph, "torus:2x4");
+    cr_assert_eq(TSIM_OWN(p, lplb)->solver, TSIM_LPLB_EXACT);
     cr_assert_eq(tsim_planner_spec_parse(&p, "x=taot:--taot-no-flow-hint:--taot-iters=7", &base, &err), TSIM_OK);
-    cr_assert(!p.opts.taot.flow_hint);
-    cr_assert_eq(p.opts.taot.iters, 7);
+    cr_assert(!TSIM_OWN(p, taot)->flow_hint);
+    cr_assert_eq(TSIM_OWN(p, taot)->iters, 7);
     /* a value cannot swallow a malformed next option silently */
     cr_assert_eq(tsim_planner_spec_parse(&p, "x=taot:--taot-iters=7:taot-phase3=split", &base, &err), TSIM_E_INPUT);
     cr_assert(strstr(err.msg, "--taot-iters") != NULL, "%s", err.msg);
@@ -248,7 +249,7 @@ Test(spec, the_exec_command_is_the_rest_of_the_entry)
                  err.msg);
     cr_assert_str_eq(p.label, "g");
     cr_assert_str_eq(p.desc->name, "exec:python3 -c 'print(1)' --x=a:--y");
-    const tsim_external_config *cfg = p.opts.external;
+    const tsim_external_config *cfg = p.common.external;
     cr_assert_str_eq(cfg->target, "python3 -c 'print(1)' --x=a:--y");
     cr_assert(p.desc->external);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "evaluate.h"
+#include "test_options.h"
 #include "fastermoe.h"
 #include "plan.h"
 #include "planner.h"
@@ -29,7 +30,7 @@ static void fixture_open(fixture *f, int R, int E, int rpn, tsim_fastermoe_optio
 {
     tsim_planner_options opts;
     tsim_planner_options_default(&opts);
-    opts.fastermoe = o;
+    *TSIM_OPTS(opts, fastermoe) = o;
     /* Deliberately small plan: no slot limit, the plan must grow. */
     tsim_fixture_open(f, &tsim_planner_fastermoe, R, E, rpn, 2, &opts, 1);
 }
@@ -229,7 +230,7 @@ Test(fastermoe, all_zero_record_and_single_rank)
     plan_and_evaluate(&f, &rec, &m);
     cr_assert_eq(f.plan.count, 0, "R = 1 keeps everything home");
     const int64_t sorted[4] = {5000, 7, 1, 0};
-    cr_assert_gt(tsim_fastermoe_shadow_count(sorted, 4, &f.opts.fastermoe), 0, "the rule alone would shadow");
+    cr_assert_gt(tsim_fastermoe_shadow_count(sorted, 4, TSIM_OPTS(f.opts, fastermoe)), 0, "the rule alone would shadow");
     tsim_record_free(&rec);
     fixture_close(&f);
 }
@@ -244,16 +245,16 @@ Test(fastermoe, bad_options_and_shapes_are_rejected)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tsim_planner_options o;
         tsim_planner_options_default(&o);
-        o.fastermoe = bad[i];
+        *TSIM_OPTS(o, fastermoe) = bad[i];
         void *s = (void *)1;
-        cr_assert_eq(tsim_planner_fastermoe.init(&s, &topo, &o, &err), TSIM_E_INPUT, "bad option set %zu", i);
+        cr_assert_eq(tsim_planner_init_with(&tsim_planner_fastermoe, &s, &topo, &o, &err), TSIM_E_INPUT, "bad option set %zu", i);
         cr_assert_null(s);
         cr_assert(strstr(err.msg, "fastermoe") != NULL, "%s", err.msg);
     }
     tsim_planner_options o;
     tsim_planner_options_default(&o);
     void *s = NULL;
-    cr_assert_eq(tsim_planner_fastermoe.init(&s, &topo, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_planner_init_with(&tsim_planner_fastermoe, &s, &topo, &o, &err), 0, "%s", err.msg);
     tsim_record rec;
     cr_assert_eq(tsim_record_alloc(&rec, 2, 8, NULL), 0);
     tsim_plan plan;
@@ -431,7 +432,7 @@ Test(fastermoe, properties_on_random_records, .timeout = 300)
             snprintf(label, sizeof label, "shape %d record %d", shape_i, rec_i);
 
             void *fresh = NULL;
-            cr_assert_eq(tsim_planner_fastermoe.init(&fresh, &f.topo, &f.opts, &err), 0);
+            cr_assert_eq(tsim_planner_init_with(&tsim_planner_fastermoe, &fresh, &f.topo, &f.opts, &err), 0);
             cr_assert_eq(tsim_planner_fastermoe.plan(fresh, &rec, &fresh_plan, &err), 0);
             cr_assert(tsim_plan_equal(p, &fresh_plan), "%s: plan differs from a fresh state", label);
             tsim_planner_fastermoe.free(fresh);
@@ -466,7 +467,7 @@ Test(fastermoe, properties_on_random_records, .timeout = 300)
                 for (int k = 0; k < per_guest[r]; k++)
                     cr_assert_eq(slots_seen[(size_t)r * (size_t)E + (size_t)k], 1, "%s: rank %d slots not 0..%d",
                                  label, r, per_guest[r] - 1);
-            int k = ref_fastermoe(&f.topo, &f.opts.fastermoe, &rec, &want, in_prefix);
+            int k = ref_fastermoe(&f.topo, TSIM_OPTS(f.opts, fastermoe), &rec, &want, in_prefix);
             cr_assert_lt(k, E, "%s: at most E - 1 shadows", label);
             if (k > 0 && R > 1)
                 shadowed_records++;

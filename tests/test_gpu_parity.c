@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "gpu_fixture.h"
+#include "test_options.h"
 #include "plan.h"
 #include "planner.h"
 #include "registry.h"
@@ -121,8 +122,8 @@ static void check_records(const tsim_topology *topo, const tsim_gpu_config *cfg,
     tsim_gpu_config_options(cfg, &opts);
     tsim_error err = {0};
     tsim_taot_ctx cpu;
-    cr_assert_eq(tsim_taot_init(&cpu, topo, &opts, &err), TSIM_OK, "%s: %s", name, err.msg);
-    tsim_taot_gpu *g = tsim_taot_gpu_create_ex(topo, &opts, settings, &err);
+    cr_assert_eq(tsim_taot_init(&cpu, topo, &opts.common, TSIM_OPTS(opts, taot), &err), TSIM_OK, "%s: %s", name, err.msg);
+    tsim_taot_gpu *g = tsim_taot_gpu_create_ex(topo, &opts.common, TSIM_OPTS(opts, taot), settings, &err);
     cr_assert_not_null(g, "%s: GPU planner not created: %s", name, err.msg);
 
     const int R = topo->ranks, cap = R * (topo->slots > 0 ? topo->slots : 1);
@@ -315,7 +316,7 @@ Test(gpu_parity, bundled_traces, .timeout = 1800)
                 /* Outside the kernels' limit: create refuses with the reason. */
                 tsim_planner_options opts;
                 tsim_planner_options_default(&opts);
-                tsim_taot_gpu *g = tsim_taot_gpu_create(&topo, &opts, 48, &err);
+                tsim_taot_gpu *g = tsim_taot_gpu_create(&topo, &opts.common, TSIM_OPTS(opts, taot), 48, &err);
                 cr_assert_null(g);
                 cr_assert(strstr(err.msg, "64") != NULL, "%s: %s", path, err.msg);
                 cr_log_info("%s: R = %d > 64, runs on the CPU: %s", path, hdr.ep, err.msg);
@@ -349,7 +350,7 @@ Test(gpu_parity, wrong_shape_refused)
     cr_assert_eq(tsim_topology_init(&topo, 8, 32, 4, 2, NULL, &err), TSIM_OK);
     tsim_planner_options opts;
     tsim_planner_options_default(&opts);
-    tsim_taot_gpu *g = tsim_taot_gpu_create(&topo, &opts, 4, &err);
+    tsim_taot_gpu *g = tsim_taot_gpu_create(&topo, &opts.common, TSIM_OPTS(opts, taot), 4, &err);
     cr_assert_not_null(g, "%s", err.msg);
     tsim_record bad, good;
     tsim_record_alloc(&bad, 8, 16, NULL);
@@ -398,7 +399,7 @@ Test(gpu_parity, spec_vectors, .timeout = 300)
         tsim_taot_gpu_settings set;
         tsim_taot_gpu_settings_default(&set);
         set.max_batch = 1;
-        tsim_taot_gpu *g = tsim_taot_gpu_create_ex(&topo, &v.opts, &set, &err);
+        tsim_taot_gpu *g = tsim_taot_gpu_create_ex(&topo, &v.opts.common, TSIM_OPTS(v.opts, taot), &set, &err);
         cr_assert_not_null(g, "%s: GPU planner not created: %s", v.name, err.msg);
         tsim_plan plan;
         cr_assert_eq(tsim_plan_init(&plan, topo.ranks, topo.ranks * (topo.slots > 0 ? topo.slots : 1), &err),
@@ -412,7 +413,7 @@ Test(gpu_parity, spec_vectors, .timeout = 300)
         tsim_taot_gpu_free(g);
 
         /* The same through the planner entry that replay uses. */
-        v.opts.taot.device = TSIM_DEVICE_GPU;
+        TSIM_OPTS(v.opts, taot)->device = TSIM_DEVICE_GPU;
         tsim_metrics m;
         int64_t *loads = calloc((size_t)v.record.ranks, sizeof *loads);
         cr_assert_not_null(loads);
@@ -453,7 +454,7 @@ Test(gpu_parity, bench, .timeout = 600)
     tsim_error err = {0};
     tsim_planner_options bench_opts;
     tsim_planner_options_default(&bench_opts);
-    const int rc = tsim_taot_gpu_bench(out, &bench_opts, records, 7, &err);
+    const int rc = tsim_taot_gpu_bench(out, &bench_opts.common, TSIM_OPTS(bench_opts, taot), records, 7, &err);
     fclose(out);
     const char *copy_to = getenv("TSIM_GPU_BENCH_OUT");
     if (copy_to && copy_to[0]) {

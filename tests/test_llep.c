@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "evaluate.h"
+#include "test_options.h"
 #include "llep.h"
 #include "plan.h"
 #include "planner.h"
@@ -24,9 +25,9 @@ static void fixture_open(fixture *f, int R, int E, int rpn, double alpha, int64_
 {
     tsim_planner_options opts;
     tsim_planner_options_default(&opts);
-    opts.llep.alpha = alpha;
-    opts.llep.min_chunk = min_chunk;
-    opts.llep.threshold = threshold;
+    TSIM_OPTS(opts, llep)->alpha = alpha;
+    TSIM_OPTS(opts, llep)->min_chunk = min_chunk;
+    TSIM_OPTS(opts, llep)->threshold = threshold;
     /* Deliberately small plan: LLEP has no slot limit and must grow it. */
     tsim_fixture_open(f, &tsim_planner_llep, R, E, rpn, 2, &opts, 1);
 }
@@ -464,7 +465,7 @@ Test(llep, properties_on_random_records, .timeout = 180)
             }
 
             void *fresh = NULL;
-            cr_assert_eq(tsim_planner_llep.init(&fresh, &f.topo, &f.opts, &err), 0);
+            cr_assert_eq(tsim_planner_init_with(&tsim_planner_llep, &fresh, &f.topo, &f.opts, &err), 0);
             cr_assert_eq(tsim_planner_llep.plan(fresh, &rec, &fresh_plan, &err), 0);
             cr_assert(tsim_plan_equal(p, &fresh_plan), "shape %d record %d: plan differs from a fresh state",
                       shape_i, rec_i);
@@ -497,7 +498,7 @@ Test(llep, properties_on_random_records, .timeout = 180)
                 cr_assert_eq(slots_seen[(size_t)rep->guest * 2 * (size_t)E + (size_t)rep->slot]++, 0,
                              "rank %d slot %d used twice", rep->guest, rep->slot);
                 per_guest[rep->guest]++;
-                if (rep->planned < f.opts.llep.min_chunk)
+                if (rep->planned < TSIM_OPTS(f.opts, llep)->min_chunk)
                     small[rep->expert]++;
             }
             for (int r = 0; r < R; r++)
@@ -519,7 +520,7 @@ Test(llep, properties_on_random_records, .timeout = 180)
             }
 
             bool ref_skipped;
-            ref_llep(&f.topo, &f.opts.llep, &rec, &want, &ref_skipped, &merged);
+            ref_llep(&f.topo, TSIM_OPTS(f.opts, llep), &rec, &want, &ref_skipped, &merged);
             cr_assert_eq(ref_skipped, (p->notes & TSIM_NOTE_THRESHOLD_SKIP) != 0);
             tsim_plan copy;
             cr_assert_eq(tsim_plan_init(&copy, R, p->count > 0 ? p->count : 1, &err), 0);

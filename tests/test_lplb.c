@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "evaluate.h"
+#include "test_options.h"
 #include "lplb.h"
 #include "planner.h"
 #include "registry.h"
@@ -36,11 +37,11 @@ static int rig_try_rehome(rig *g, int R, int E, int rpn, int K, const char *grap
     g->p.desc = tsim_planner_find("lplb");
     cr_assert(g->p.desc != NULL);
     snprintf(g->p.label, sizeof g->p.label, "lplb");
-    tsim_planner_options_default(&g->p.opts);
-    snprintf(g->p.opts.lplb.graph, sizeof g->p.opts.lplb.graph, "%s", graph);
-    g->p.opts.lplb.solver = solver;
-    g->p.opts.lplb.history = history;
-    g->p.opts.lplb.rehome = rehome;
+    tsim_test_defaults(&g->p);
+    snprintf(TSIM_OWN(g->p, lplb)->graph, sizeof TSIM_OWN(g->p, lplb)->graph, "%s", graph);
+    TSIM_OWN(g->p, lplb)->solver = solver;
+    TSIM_OWN(g->p, lplb)->history = history;
+    TSIM_OWN(g->p, lplb)->rehome = rehome;
     int rc = tsim_planner_start(&g->p, &g->topo, err);
     if (rc) {
         tsim_topology_free(&g->topo);
@@ -554,8 +555,8 @@ static void check_lplb_vector(const char *path)
     const int R = v.record.ranks;
 
     rig g;
-    cr_assert_eq(rig_try_rehome(&g, R, v.record.experts, v.ranks_per_node, v.slots, v.opts.lplb.graph,
-                                v.opts.lplb.solver, v.opts.lplb.history, v.opts.lplb.rehome, &err),
+    cr_assert_eq(rig_try_rehome(&g, R, v.record.experts, v.ranks_per_node, v.slots, TSIM_OPTS(v.opts, lplb)->graph,
+                                TSIM_OPTS(v.opts, lplb)->solver, TSIM_OPTS(v.opts, lplb)->history, TSIM_OPTS(v.opts, lplb)->rehome, &err),
                  0, "%s: %s", v.name, err.msg);
     /* The history the vector's layer had (its previous record's tokens). */
     if (v.prev_expert_counts)
@@ -566,7 +567,7 @@ static void check_lplb_vector(const char *path)
     cr_assert_eq(tsim_plan_has_placement(&g.plan), tsim_plan_has_placement(&v.expect), "%s: placement", v.name);
     if (tsim_plan_has_placement(&v.expect)) {
         cr_assert(v.has_rehomed, "%s: expect gives no rehomed counts", v.name);
-        cr_assert_eq(v.opts.lplb.rehome, TSIM_LPLB_REHOME_EPLB);
+        cr_assert_eq(TSIM_OPTS(v.opts, lplb)->rehome, TSIM_LPLB_REHOME_EPLB);
         for (int e = 0; e < v.record.experts; e++)
             cr_assert_eq(g.plan.placement[e], v.expect.placement[e], "%s: home'(%d) is %d, expected %d", v.name, e,
                          g.plan.placement[e], v.expect.placement[e]);
@@ -607,7 +608,7 @@ static void check_lplb_vector(const char *path)
                   "%s: max load %lld outside the check range", v.name, (long long)mx);
     }
 
-    if (v.opts.lplb.solver == TSIM_LPLB_EXACT) {
+    if (TSIM_OPTS(v.opts, lplb)->solver == TSIM_LPLB_EXACT) {
         for (int grp = 0; grp < gr->groups; grp++) {
             double want_t = check_number(check, "lp_optimum", grp);
             double t = tsim_lplb_state_optimum(g.p.state, grp);
@@ -653,13 +654,13 @@ static void check_lplb_vector(const char *path)
     rig_stop(&g);
 
     /* A unique plan, or the bit-exact ipm plan: every field of expect. */
-    if (unique || v.opts.lplb.solver == TSIM_LPLB_IPM)
+    if (unique || TSIM_OPTS(v.opts, lplb)->solver == TSIM_LPLB_IPM)
         tsim_test_check_vector(path);
 
     /* The vector's LP optimum from our exact solver, whatever the vector's solver. */
-    if (v.opts.lplb.solver == TSIM_LPLB_IPM) {
-        rig_start(&g, R, v.record.experts, v.ranks_per_node, v.slots, v.opts.lplb.graph, TSIM_LPLB_EXACT,
-                  v.opts.lplb.history);
+    if (TSIM_OPTS(v.opts, lplb)->solver == TSIM_LPLB_IPM) {
+        rig_start(&g, R, v.record.experts, v.ranks_per_node, v.slots, TSIM_OPTS(v.opts, lplb)->graph, TSIM_LPLB_EXACT,
+                  TSIM_OPTS(v.opts, lplb)->history);
         rig_plan(&g, &v.record);
         for (int grp = 0; grp < tsim_lplb_state_graph(g.p.state)->groups; grp++) {
             double want_t = check_number(check, "lp_optimum", grp);

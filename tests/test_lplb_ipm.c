@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "evaluate.h"
+#include "test_options.h"
 #include "lplb.h"
 #include "planner.h"
 #include "registry.h"
@@ -281,9 +282,9 @@ static balanced_run run_balanced(const char *planner, int E, int solver, int64_t
     p.desc = tsim_planner_find(planner);
     cr_assert_not_null(p.desc);
     snprintf(p.label, sizeof p.label, "%s", planner);
-    tsim_planner_options_default(&p.opts);
-    p.opts.lplb.solver = solver;
-    p.opts.lplb.history = TSIM_LPLB_HISTORY_NONE;
+    tsim_test_defaults(&p);
+    TSIM_OWN(p, lplb)->solver = solver;
+    TSIM_OWN(p, lplb)->history = TSIM_LPLB_HISTORY_NONE;
     cr_assert_eq(tsim_planner_start(&p, &topo, &err), 0, "%s", err.msg);
     tsim_record rec;
     cr_assert_eq(tsim_record_alloc(&rec, 8, E, &err), 0);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "test_options.h"
 #include "evaluate.h"
 #include "optimal.h"
 #include "planner.h"
@@ -37,9 +38,11 @@ static int rig_try(rig *g, const char *name, int R, int E, int rpn, int K, doubl
     g->p.desc = tsim_planner_find(name);
     cr_assert(g->p.desc != NULL, "planner %s is not registered", name);
     snprintf(g->p.label, sizeof g->p.label, "%s", name);
-    tsim_planner_options_default(&g->p.opts);
-    g->p.opts.optimal.mu = mu;
-    g->p.opts.optimal.node_limit = node_limit;
+    tsim_test_defaults(&g->p);
+    if (g->p.desc == &tsim_planner_optimal) {
+        TSIM_OWN(g->p, optimal)->mu = mu;
+        TSIM_OWN(g->p, optimal)->node_limit = node_limit;
+    }
     int rc = tsim_planner_start(&g->p, &g->topo, err);
     if (rc) {
         tsim_topology_free(&g->topo);
@@ -62,7 +65,7 @@ static void rig_plan(rig *g, const tsim_record *rec)
 {
     tsim_error err = {0};
     cr_assert_eq(g->p.desc->plan(g->p.state, rec, &g->plan, &err), 0, "%s plan: %s", g->p.label, err.msg);
-    cr_assert_eq(tsim_evaluate(&g->ev, rec, &g->plan, g->p.opts.lambda_plan, g->p.label, &g->m, &err), 0,
+    cr_assert_eq(tsim_evaluate(&g->ev, rec, &g->plan, g->p.common.lambda_plan, g->p.label, &g->m, &err), 0,
                  "%s evaluate: %s", g->p.label, err.msg);
 }
 
@@ -544,18 +547,18 @@ Test(optimal, refuses_bad_options)
      * limit is gone: it made plans depend on machine load. */
     tsim_planner_options o;
     tsim_planner_options_default(&o);
-    cr_assert_eq(o.optimal.node_limit, 20000);
+    cr_assert_eq(TSIM_OPTS(o, optimal)->node_limit, 20000);
     bool known = false;
     cr_assert_eq(tsim_planner_options_set(&o, "optimal-node-limit", "250", &known, &err), 0, "%s", err.msg);
     cr_assert(known);
-    cr_assert_eq(o.optimal.node_limit, 250);
+    cr_assert_eq(TSIM_OPTS(o, optimal)->node_limit, 250);
     static const char *const bad[] = {"0", "-1", "1.5", "1e12", "many", ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_assert_eq(tsim_planner_options_set(&o, "optimal-node-limit", bad[i], &known, &err), TSIM_E_INPUT,
                      "'%s' accepted", bad[i]);
         cr_assert(strstr(err.msg, "--optimal-node-limit") != NULL, "%s", err.msg);
     }
-    cr_assert_eq(o.optimal.node_limit, 250);
+    cr_assert_eq(TSIM_OPTS(o, optimal)->node_limit, 250);
     cr_assert_eq(tsim_planner_options_set(&o, "optimal-time-limit", "10", &known, &err), TSIM_E_INPUT);
     cr_assert(!known);
     cr_assert(tsim_planner_option_exists("optimal-node-limit"));
@@ -711,9 +714,9 @@ static void *det_plan_all(void *arg)
     }
     p.desc = tsim_planner_find("optimal");
     snprintf(p.label, sizeof p.label, "optimal");
-    tsim_planner_options_default(&p.opts);
-    p.opts.optimal.mu = 0.0001;
-    p.opts.optimal.node_limit = DET_LIMIT;
+    tsim_test_defaults(&p);
+    TSIM_OWN(p, optimal)->mu = 0.0001;
+    TSIM_OWN(p, optimal)->node_limit = DET_LIMIT;
     if (tsim_planner_start(&p, &topo, &err)) {
         snprintf(job->error, sizeof job->error, "start: %s", err.msg);
         tsim_topology_free(&topo);

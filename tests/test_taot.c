@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "evaluate.h"
+#include "test_options.h"
 #include "planner.h"
 #include "registry.h"
 #include "random_records.h"
@@ -32,7 +33,7 @@ static void topo_make(tsim_topology *t, int R, int E, int rpn, int K)
 static void ctx_make(tsim_taot_ctx *c, const tsim_topology *t, const tsim_planner_options *o)
 {
     tsim_error err = {0};
-    cr_assert_eq(tsim_taot_init(c, t, o, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_taot_init(c, t, &o->common, tsim_planner_options_own_const(o, &tsim_planner_taot), &err), 0, "%s", err.msg);
 }
 
 static void plan_make(tsim_plan *p, const tsim_topology *t)
@@ -243,7 +244,7 @@ Test(taot_phase1, kernel_constants)
         const double l = lambdas[i];
         tsim_planner_options o;
         tsim_planner_options_default(&o);
-        o.lambda_plan = l;
+        o.common.lambda_plan = l;
         tsim_taot_ctx c;
         ctx_make(&c, &t, &o);
         /* The exponent is rounded to float first, then exp in double, rounded
@@ -638,7 +639,7 @@ Test(taot_phase2, ties_go_to_lowest_index)
     record_make(&rec, 4, 4, counts);
     tsim_planner_options o;
     tsim_planner_options_default(&o);
-    o.taot.phase3 = TSIM_TAOT_SPLIT;
+    TSIM_OPTS(o, taot)->phase3 = TSIM_TAOT_SPLIT;
     tsim_taot_ctx c;
     ctx_make(&c, &t, &o);
     tsim_taot_stats(&c, &rec);
@@ -693,8 +694,8 @@ static void auction_fixture(tsim_topology *t, tsim_record *rec, tsim_taot_ctx *c
     record_make(rec, 4, 4, counts);
     tsim_planner_options o;
     tsim_planner_options_default(&o);
-    o.taot.self_bonus = self_bonus;
-    o.taot.auction_rounds = rounds;
+    TSIM_OPTS(o, taot)->self_bonus = self_bonus;
+    TSIM_OPTS(o, taot)->auction_rounds = rounds;
     ctx_make(c, t, &o);
     tsim_taot_stats(c, rec);
     for (int s = 0; s < 4; s++) {
@@ -830,8 +831,8 @@ Test(taot_phase3, auction_huge_bonus_uses_plain_scan)
         topo_make(&t, sh.ranks, sh.experts, sh.ranks_per_node, sh.slots);
         tsim_planner_options o;
         tsim_planner_options_default(&o);
-        o.lambda_plan = 1e-8;
-        o.taot.self_bonus = rep % 2 ? 3e7 : 0.0;
+        o.common.lambda_plan = 1e-8;
+        TSIM_OPTS(o, taot)->self_bonus = rep % 2 ? 3e7 : 0.0;
         tsim_taot_ctx c;
         ctx_make(&c, &t, &o);
         tsim_record rec;
@@ -892,7 +893,7 @@ static void plan_counts(int R, int E, int rpn, int K, const int64_t *counts, int
     record_make(&rec, R, E, counts);
     tsim_planner_options o;
     tsim_planner_options_default(&o);
-    o.taot.phase3 = phase3;
+    TSIM_OPTS(o, taot)->phase3 = phase3;
     tsim_taot_ctx c;
     ctx_make(&c, &t, &o);
     tsim_evaluator ev;
@@ -967,7 +968,7 @@ Test(taot_plan, counts_above_2_24_stay_valid)
         record_make(&rec, R, E, counts);
         tsim_planner_options o;
         tsim_planner_options_default(&o);
-        o.taot.phase3 = v;
+        TSIM_OPTS(o, taot)->phase3 = v;
         tsim_taot_ctx c;
         ctx_make(&c, &t, &o);
         tsim_evaluator ev;
@@ -1011,11 +1012,11 @@ Test(taot_plan, gpu_device_same_plan_or_cpu_fallback)
     tsim_planner_options_default(&o);
     tsim_error err = {0};
     void *cpu_state = NULL, *gpu_state = NULL;
-    cr_assert_eq(tsim_planner_taot.init(&cpu_state, &t, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_planner_init_with(&tsim_planner_taot, &cpu_state, &t, &o, &err), 0, "%s", err.msg);
     cr_assert_not(tsim_taot_gpu_fell_back(cpu_state, NULL, 0));
     cr_assert_eq(tsim_planner_taot.plan(cpu_state, &rec, &cpu, &err), 0);
-    o.taot.device = TSIM_DEVICE_GPU;
-    cr_assert_eq(tsim_planner_taot.init(&gpu_state, &t, &o, &err), 0, "%s", err.msg);
+    TSIM_OPTS(o, taot)->device = TSIM_DEVICE_GPU;
+    cr_assert_eq(tsim_planner_init_with(&tsim_planner_taot, &gpu_state, &t, &o, &err), 0, "%s", err.msg);
     char why[256], fell_why[256];
     const bool device = tsim_taot_gpu_available(why, sizeof why) != 0;
     cr_assert_eq(tsim_planner_taot.plan(gpu_state, &rec, &gpu, &err), 0, "%s", err.msg);
@@ -1048,12 +1049,12 @@ Test(taot_plan, registry_entry)
     topo_make(&t, 4, 8, 2, 2);
     tsim_planner_options o;
     tsim_planner_options_default(&o);
-    o.lambda_plan = -1.0;
+    o.common.lambda_plan = -1.0;
     void *state = NULL;
     tsim_error err = {0};
-    cr_assert_eq(d->init(&state, &t, &o, &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_planner_init_with(d, &state, &t, &o, &err), TSIM_E_INPUT);
     tsim_planner_options_default(&o);
-    cr_assert_eq(d->init(&state, &t, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_planner_init_with(d, &state, &t, &o, &err), 0, "%s", err.msg);
     d->free(state);
     tsim_topology_free(&t);
 }
@@ -1088,17 +1089,17 @@ Test(taot_property, random_records, .timeout = 900)
         /* Mostly defaults; sometimes another lambda, self bonus or a low cap. */
         const int64_t pick = tsim_rand_range(&st, 0, 9);
         if (pick == 0)
-            o.lambda_plan = 1.5;
+            o.common.lambda_plan = 1.5;
         else if (pick == 1)
-            o.lambda_plan = 5.0;
+            o.common.lambda_plan = 5.0;
         if (tsim_rand_range(&st, 0, 4) == 0)
-            o.taot.self_bonus = tsim_rand_range(&st, 0, 1) ? 2.0 : -1.0;
+            TSIM_OPTS(o, taot)->self_bonus = tsim_rand_range(&st, 0, 1) ? 2.0 : -1.0;
         if (tsim_rand_range(&st, 0, 3) == 0)
-            o.taot.auction_rounds = (int)tsim_rand_range(&st, 1, 6);
+            TSIM_OPTS(o, taot)->auction_rounds = (int)tsim_rand_range(&st, 1, 6);
         if (tsim_rand_range(&st, 0, 9) == 0)
-            o.taot.iters = (int)tsim_rand_range(&st, 0, 3);
+            TSIM_OPTS(o, taot)->iters = (int)tsim_rand_range(&st, 0, 3);
         tsim_planner_options os = o;
-        os.taot.phase3 = TSIM_TAOT_SPLIT;
+        TSIM_OPTS(os, taot)->phase3 = TSIM_TAOT_SPLIT;
         tsim_taot_ctx ca, cs;
         ctx_make(&ca, &t, &o);
         ctx_make(&cs, &t, &os);
@@ -1252,11 +1253,11 @@ Test(taot_ablation, switches_equal_zeroed_terms)
         topo_make(&t, sh.ranks, sh.experts, sh.ranks_per_node, sh.slots);
         tsim_planner_options on, no_b, no_hint;
         tsim_planner_options_default(&on);
-        on.taot.phase3 = (int)tsim_rand_range(&st, 0, 1);
+        TSIM_OPTS(on, taot)->phase3 = (int)tsim_rand_range(&st, 0, 1);
         no_b = on;
-        no_b.taot.comm_cost = false;
+        TSIM_OPTS(no_b, taot)->comm_cost = false;
         no_hint = on;
-        no_hint.taot.flow_hint = false;
+        TSIM_OPTS(no_hint, taot)->flow_hint = false;
         tsim_taot_ctx c_on, c_b, c_hint;
         ctx_make(&c_on, &t, &on);
         ctx_make(&c_b, &t, &no_b);

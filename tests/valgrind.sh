@@ -20,17 +20,19 @@ vg="valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=def
     --errors-for-leak-kinds=definite,indirect,possible --track-origins=yes"
 # Every planner the binary knows: the registry's list, as the error for an
 # unknown planner names it ("known: none, taot, ..."), so a new planner is
-# covered without editing this file. A planner with a --NAME-node-limit
-# option runs a branch-and-bound search (expensive: the rule of
-# tests/planner_configs.c): it replays only the tiny trace, on a small budget.
+# covered without editing this file. An expensive planner ('taotsim planners
+# NAME' says its cost class) replays only the tiny trace, on a small budget
+# (its --NAME-node-limit when it has one).
 known=$("$bin" replay /dev/null --planners - 2>&1 | sed -n 's/.*(known: \([^;]*\);.*/\1/p' | tr -d ' ')
 [ -n "$known" ] || { echo "valgrind.sh: cannot read the planner list from $bin" >&2; exit 2; }
-planner_help=$("$bin" replay --help)
 cheap=""
 expensive=""
 for name in $(echo "$known" | tr ',' ' '); do
-    if echo "$planner_help" | grep -q -- "--$name-node-limit"; then
-        expensive="$expensive,$name=$name:--$name-node-limit=20"
+    planner_help=$("$bin" planners "$name")
+    if echo "$planner_help" | grep -q "^  cost: *expensive"; then
+        budget=""
+        echo "$planner_help" | grep -q -- "--$name-node-limit" && budget=":--$name-node-limit=20"
+        expensive="$expensive,$name=$name$budget"
     else
         cheap="$cheap,$name"
     fi

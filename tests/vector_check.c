@@ -1,4 +1,5 @@
 #include "vector_check.h"
+#include "test_options.h"
 
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -56,7 +57,7 @@ void tsim_test_run_vector(const tsim_vector *v, const char *planner, tsim_plan *
     p.desc = tsim_planner_find(name);
     cr_assert(p.desc != NULL, "no planner %s", name);
     snprintf(p.label, sizeof p.label, "%s", name);
-    p.opts = v->opts;
+    tsim_planner_configure(&p, p.desc, name, &v->opts);
     cr_assert_eq(tsim_planner_start(&p, &topo, &err), 0, "%s: %s", v->name, err.msg);
     cr_assert_eq(tsim_plan_init(plan, topo.ranks, topo.ranks * (topo.slots > 0 ? topo.slots : 1), &err), 0);
     cr_assert_eq(p.desc->plan(p.state, &v->record, plan, &err), 0, "%s: plan failed: %s", v->name, err.msg);

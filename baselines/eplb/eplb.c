@@ -36,10 +36,12 @@ typedef struct {
 
 static void eplb_free(void *state);
 
-static int eplb_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int eplb_init(void **state, const tsim_topology *topo, const tsim_planner_common *common,
+                       const void *own, tsim_error *err)
 {
     *state = NULL;
-    const tsim_eplb_options *o = &opts->eplb;
+    (void)common;
+    const tsim_eplb_options *o = own;
     const int R = topo->ranks, E = topo->experts, K = topo->slots, rpn = topo->ranks_per_node;
     if (K < 0)
         return tsim_error_set(err, TSIM_E_INPUT, "eplb: --slots must be 0 or more, got %d", K);
@@ -273,14 +275,17 @@ bool tsim_eplb_state_recomputed(const void *state)
 
 /* --eplb-* options: parsed, defaulted and listed in --help from here. */
 static const tsim_option_spec eplb_options[] = {
-    {.name = "eplb-groups", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_planner_options, eplb.groups), .lo = 1, .hi = 1073741824, .arg = "G", .def = "1", .help = "EPLB: the router's expert groups, num_groups"},
-    {.name = "eplb-history", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_planner_options, eplb.history), .choices = "prev|oracle|none", .arg = "prev|oracle|none", .def = "prev", .help = "EPLB: what the layout is computed from"},
-    {.name = "eplb-interval", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_planner_options, eplb.interval), .lo = 1, .hi = 1073741824, .arg = "N", .def = "8", .help = "EPLB: records of a layer between recomputations"},
+    {.name = "eplb-groups", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_eplb_options, groups), .lo = 1, .hi = 1073741824, .arg = "G", .def = "1", .help = "EPLB: the router's expert groups, num_groups"},
+    {.name = "eplb-history", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_eplb_options, history), .choices = "prev|oracle|none", .arg = "prev|oracle|none", .def = "prev", .help = "EPLB: what the layout is computed from"},
+    {.name = "eplb-interval", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_eplb_options, interval), .lo = 1, .hi = 1073741824, .arg = "N", .def = "8", .help = "EPLB: records of a layer between recomputations"},
     {0},
 };
 
 const tsim_planner_desc tsim_planner_eplb = {
     .name = "eplb",
+    .source = "DeepSeek EPLB, deepseek-ai/EPLB eplb.py @ d52c72d",
+    .options_size = sizeof(tsim_eplb_options),
+    .state = TSIM_STATE_LAYER_PREFIX,
     .options = eplb_options,
     .summary = "DeepSeek EPLB: static redundant experts and re-homed experts from history",
     .init = eplb_init,

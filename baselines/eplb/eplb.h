@@ -11,6 +11,15 @@
 #include "eplb_hosts.h"
 #include "planner.h"
 
+enum { TSIM_EPLB_HISTORY_PREV = 0, TSIM_EPLB_HISTORY_ORACLE = 1, TSIM_EPLB_HISTORY_NONE = 2 };
+
+/* DeepSeek EPLB (eplb.md section 3)'s own options block; K is the common --slots. */
+typedef struct {
+    int groups;          /* EPLB's num_groups (1) */
+    int history;         /* TSIM_EPLB_HISTORY_* (prev default) */
+    int interval;        /* records of a layer between recomputations under prev (8) */
+} tsim_eplb_options;
+
 extern const tsim_planner_desc tsim_planner_eplb;
 
 /* The layout in force for a layer after the last record planned (state is

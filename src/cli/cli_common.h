@@ -9,10 +9,19 @@
 
 #include "clock.h"
 #include "error.h"
+#include "planner.h"
 
 /* Prints "taotsim CMD: message" on stderr and returns the exit status
  * (err->code, or 3 with "internal error" wording for TSIM_E_INTERNAL). */
 int tsim_cli_fail(const char *cmd, const tsim_error *err);
+
+/* The lines every command's --help prints about planners: they point to
+ * `taotsim planners`, so adding a planner changes no command's help
+ * (cmd_planners.c). */
+void tsim_cli_planners_help(FILE *out);
+/* One line per planner of the list that fell back (its fell_back hook) or has
+ * a note worth telling (its note hook). */
+void tsim_cli_report_fallbacks(const tsim_planner *planners, int n, FILE *out);
 
 /* Prints a usage error ("taotsim CMD: msg\nTry 'taotsim CMD --help'.") and returns 2. */
 int tsim_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

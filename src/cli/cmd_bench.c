@@ -45,7 +45,7 @@ static void bench_help(void)
            "\n"
            "Options:\n"
            "  --planners LIST      comma-separated planners (default: every registered\n"
-           "                       planner but none and optimal); a bare 'taot' runs both phase-3\n"
+           "                       planner but none and the expensive ones); a bare 'taot' runs both phase-3\n"
            "                       variants (taot = auction, taot-split) unless\n"
            "                       --taot-phase3 is given or the list names its own\n"
            "                       'taot-split' (then only what the list names runs);\n"
@@ -67,7 +67,7 @@ static void bench_help(void)
            "with the CPU reference (every GPU plan checked; exit status 1 if any differs).\n"
            "\n",
            TOKENS_PER_RANK, TOP_K, DEFAULT_RECORDS, WARMUP_RECORDS, TSIM_TAOT_GPU_DEFAULT_BATCH);
-    tsim_planner_options_help(stdout);
+    tsim_cli_planners_help(stdout);
     tsim_external_help(stdout);
 }
 
@@ -500,7 +500,7 @@ static bool entry_has_label(const char *entry, const char *label)
     return strncmp(entry, label, n) == 0 && entry[n] == '=';
 }
 
-/* The planner specs to run: the user's list, or every planner but none and optimal; a
+/* The planner specs to run: the user's list, or every cheap planner but none; a
  * bare "taot" becomes the auction and the split variants (both_variants: no
  * --taot-phase3 on the command line), unless the list names its own
  * 'taot-split': bench adds only what the user did not name. */
@@ -514,8 +514,9 @@ static int build_planner_list(const char *arg, const tsim_planner_options *base,
         snprintf(list, sizeof list, "%s", arg);
     } else {
         for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++) {
-            /* optimal is a MIP yardstick for small shapes, not a latency contender */
-            if (strcmp((*d)->name, "none") == 0 || strcmp((*d)->name, "optimal") == 0)
+            /* an expensive planner (optimal's MIP) is a yardstick for small shapes,
+             * not a latency contender */
+            if (strcmp((*d)->name, "none") == 0 || (*d)->cost == TSIM_COST_EXPENSIVE)
                 continue;
             if (list[0])
                 strncat(list, ",", sizeof list - strlen(list) - 1);
@@ -537,8 +538,8 @@ static int build_planner_list(const char *arg, const tsim_planner_options *base,
         for (int q = 0; q < 2 && specs[q]; q++) {
             if (tsim_planner_list_add(planners, MAX_PLANNERS, n, specs[q], base, err))
                 return TSIM_E_INPUT;
-            if (q == 0 && specs[1])
-                planners[*n - 1].opts.taot.phase3 = TSIM_TAOT_AUCTION;
+            if (q == 0 && specs[1] && tsim_planner_option_set(&planners[*n - 1], "taot-phase3", "auction", err))
+                return TSIM_E_INPUT;
         }
     }
     if (*n == 0)
@@ -665,8 +666,7 @@ int tsim_cmd_bench(int argc, char **argv)
             }
             for (int p = 0; p < n_planners; p++) {
                 bench_row *row = &rows[n_rows++];
-                row->options = tsim_vector_options_json(planners[p].desc, topo.slots, topo.ranks_per_node,
-                                                        &planners[p].opts);
+                row->options = tsim_vector_options_json(&planners[p], topo.slots, topo.ranks_per_node);
                 if (bench_one(&planners[p], &topo, records, (uint64_t)seed, row, &progress, &done, total, &err)) {
                     /* The first failure ends the run, as in every command. */
                     tsim_progress_finish(&progress);
@@ -690,7 +690,8 @@ int tsim_cmd_bench(int argc, char **argv)
         goto out;
     }
     /* The batched GPU comparison (gpu/taot_gpu.h), markdown only. */
-    if (run_latency && base.taot.device == TSIM_DEVICE_GPU) {
+    const tsim_taot_options *taot = tsim_planner_options_own(&base, &tsim_planner_taot);
+    if (run_latency && taot && taot->device == TSIM_DEVICE_GPU) {
         if (fmt != TSIM_FORMAT_MD) {
             fprintf(stderr, "taotsim bench: the batched GPU table is printed with --format md only\n");
         } else {
@@ -700,7 +701,7 @@ int tsim_cmd_bench(int argc, char **argv)
             } else {
                 fputc('\n', stdout);
                 const int gpu_records = records < 100000 ? (int)records : 100000;
-                int rc = tsim_taot_gpu_bench(stdout, &base, gpu_records, (uint64_t)seed, &err);
+                int rc = tsim_taot_gpu_bench(stdout, &base.common, taot, gpu_records, (uint64_t)seed, &err);
                 fflush(stdout);
                 if (rc)
                     status = tsim_cli_fail(cmd, &err);

@@ -256,7 +256,7 @@ int tsim_cmd_fit(int argc, char **argv)
             rc = tsim_parse_int(val, 0, 1024, &c.slots, "--slots", &err);
         } else if (strcmp(option, "lambda") == 0) {
             rc = tsim_parse_double(val, 1e-9, 1e9, &c.lambda_eval, "--lambda", &err);
-            c.base.lambda_plan = c.lambda_eval;
+            c.base.common.lambda_plan = c.lambda_eval;
         } else if (strcmp(option, "top") == 0) {
             rc = tsim_parse_int(val, 1, 4096, &g.top, "--top", &err);
         } else if (strcmp(option, "format") == 0) {

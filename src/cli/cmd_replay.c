@@ -81,7 +81,7 @@ static void replay_help(void)
            "digits.\n"
            "\n",
            TSIM_SESSION_EXACT_RECORDS, TSIM_SESSION_EXACT_RECORDS);
-    tsim_planner_options_help(stdout);
+    tsim_cli_planners_help(stdout);
     tsim_external_help(stdout);
     fputs("\n" TSIM_STEP_MODEL_HELP, stdout);
 }
@@ -102,7 +102,7 @@ static int dump_hook(void *ctx_, tsim_session *s, int planner, const tsim_record
     const tsim_planner *p = &s->planners[planner];
     char name[160];
     snprintf(name, sizeof name, "record-%lld", (long long)rec->index);
-    cJSON *opts = tsim_vector_options_json(p->desc, s->topo.slots, s->topo.ranks_per_node, &p->opts);
+    cJSON *opts = tsim_vector_options_json(p, s->ptopo[planner].slots, s->topo.ranks_per_node);
     /* Self-contained, as the vector format asks: the counts (and an explicit
      * home map) travel with the plan, so it can be checked without the trace. */
     cJSON *j = tsim_vector_plan_json(name, p->desc->name, opts, rec, plan, s->ev.load_after, m, true);
@@ -215,7 +215,7 @@ static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
         return tsim_parse_double(val, 0, 1e9, &a->lambda_eval, "--lambda-eval", err);
     case OPT_LAMBDA: {
         int rc = tsim_parse_double(val, 1e-9, 1e9, &a->lambda_eval, "--lambda", err);
-        a->base.lambda_plan = a->lambda_eval;
+        a->base.common.lambda_plan = a->lambda_eval;
         return rc;
     }
     case OPT_EP:
@@ -515,7 +515,7 @@ static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
         free(layers.dense);
         return tsim_cli_fail(cmd, &err);
     }
-    tsim_planner_report_fallbacks(s.planners, s.n_planners, stderr);
+    tsim_cli_report_fallbacks(s.planners, s.n_planners, stderr);
     s.timing = timing;
     s.step_model_on = step_model_on;
     s.step_model = step_model;
@@ -730,8 +730,7 @@ static int run_one_vector(const char *file, const char *planner_override, FILE *
             tsim_vector_free(&v);
             return TSIM_E_INPUT;
         }
-        snprintf(p.label, sizeof p.label, "%s", pname);
-        p.opts = v.opts;
+        tsim_planner_configure(&p, p.desc, pname, &v.opts);
     }
     tsim_session s;
     if ((rc = tsim_session_init(&s, v.record.ranks, v.record.experts, v.ranks_per_node, v.slots, NULL, &p, 1, 3.0,

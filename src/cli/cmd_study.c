@@ -26,29 +26,6 @@ typedef enum { STUDY_TABLE1, STUDY_ABLATION, STUDY_SWEEP, STUDY_SCALING } study_
 
 static const char *const study_names[] = {"table1", "ablation", "sweep", "scaling"};
 
-/* The planner options, less --lambda-plan X for sweep, whose --lambda-plan
- * takes a list (its own line above). */
-static void planner_options_help(study_kind k)
-{
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = k == STUDY_SWEEP ? open_memstream(&text, &len) : NULL;
-    if (!mem) {
-        tsim_planner_options_help(stdout);
-        return;
-    }
-    tsim_planner_options_help(mem);
-    fclose(mem);
-    for (char *line = text; line && *line;) {
-        char *end = strchr(line, '\n');
-        size_t n = end ? (size_t)(end - line + 1) : strlen(line);
-        if (strncmp(line, "  --lambda-plan ", 16) != 0)
-            fwrite(line, 1, n, stdout);
-        line += n;
-    }
-    free(text);
-}
-
 static void common_help(study_kind k)
 {
     printf("Common options:\n"
@@ -74,7 +51,7 @@ static void common_help(study_kind k)
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
            "  -h, --help           this help\n\n");
-    planner_options_help(k);
+    tsim_cli_planners_help(stdout);
     tsim_external_help(stdout);
     if (k == STUDY_SCALING)
         fputs("\n" TSIM_STEP_MODEL_HELP, stdout);
@@ -437,7 +414,7 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
         rc = tsim_parse_int(val, 0, 1024, &c->slots, "--slots", err);
     else if (strcmp(name, "lambda") == 0) {
         rc = tsim_parse_double(val, 1e-9, 1e9, &c->lambda_eval, "--lambda", err);
-        c->base.lambda_plan = c->lambda_eval;
+        c->base.common.lambda_plan = c->lambda_eval;
     } else if (strcmp(name, "lambda-eval") == 0)
         rc = tsim_parse_double(val, 0, 1e9, &c->lambda_eval, "--lambda-eval", err);
     else if (strcmp(name, "jobs") == 0)

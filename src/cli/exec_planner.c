@@ -950,7 +950,7 @@ static int exchange(exec_state *x, const tsim_record *const *recs, int n, tsim_p
 static void exec_free(void *state);
 static void running_add(exec_state *x);
 
-static cJSON *handshake_json(const exec_state *x, const tsim_topology *topo, const tsim_planner_options *opts)
+static cJSON *handshake_json(const exec_state *x, const tsim_topology *topo, const tsim_planner_common *opts)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "protocol", "taotsim-planner");
@@ -1009,8 +1009,10 @@ static int read_handshake(exec_state *x, const char *line, size_t len, tsim_erro
     return rc;
 }
 
-static int exec_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int exec_init(void **state, const tsim_topology *topo, const tsim_planner_common *opts, const void *own,
+                     tsim_error *err)
 {
+    (void)own; /* an exec planner's options live in its configuration */
     const tsim_external_config *cfg = opts->external;
     exec_state *x = calloc(1, sizeof *x);
     if (!x)
@@ -1270,6 +1272,18 @@ static void exec_free(void *state)
     free(x);
 }
 
+/* An exec planner's options: the --LABEL-KEY=VALUE texts it is handed. */
+static void exec_options_each(const tsim_planner_common *common, tsim_option_visit fn, void *ctx)
+{
+    const tsim_external_config *cfg = common->external;
+    for (int i = 0; cfg && i < cfg->n_options; i++) {
+        tsim_option_value v = {.spec = &(const tsim_option_spec){.name = cfg->keys[i], .type = TSIM_OPTION_STRING},
+                               .value = cfg->values[i]};
+        snprintf(v.key, sizeof v.key, "%s", cfg->keys[i]);
+        fn(&v, ctx);
+    }
+}
+
 void tsim_exec_describe(tsim_planner_desc *d)
 {
     *d = (tsim_planner_desc){
@@ -1280,5 +1294,9 @@ void tsim_exec_describe(tsim_planner_desc *d)
         .plan_batch = exec_plan_batch,
         .window = exec_window,
         .external = true,
+        /* nothing is known of what it remembers: every record, in order */
+        .state = TSIM_STATE_EVERY_RECORD,
+        .reads_lambda_plan = true,
+        .options_each = exec_options_each,
     };
 }

@@ -1,4 +1,5 @@
 /* taotsim: git-style subcommands. Only dispatch lives here. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,7 @@ static const command commands[] = {
     {"plot", tsim_cmd_plot, "gnuplot figures from a result file"},
     {"report", tsim_cmd_report, "one self-contained HTML page: the tables and figures of result files"},
     {"merge", tsim_cmd_merge, "combine the partial results of --shard I/N runs into the whole result"},
+    {"planners", tsim_cmd_planners, "every planner: what it does, its source, options and contracts"},
 };
 
 static void usage(FILE *out)
@@ -42,8 +44,13 @@ static void usage(FILE *out)
                  "residual imbalance and weighted communication cost.\n"
                  "Planners:");
     /* from the registry, so a new planner is listed without editing this */
-    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++)
-        fprintf(out, "%s %s", d == tsim_planner_all() ? "" : ",", (*d)->name);
+    int col = 9; /* "Planners:" */
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++) {
+        const int w = (int)strlen((*d)->name) + 2; /* ", name" or " name," */
+        const bool first = d == tsim_planner_all(), wrap = col + w > 76;
+        fprintf(out, "%s%s", first ? " " : wrap ? ",\n" : ", ", (*d)->name);
+        col = (wrap ? 0 : col) + w; /* wrapped, so that a longer list stays readable */
+    }
     fprintf(out, ",\nand your own as exec:CMD or plugin:LIB.so ('taotsim replay --help').\n"
                  "\n"
                  "Commands:\n");

@@ -209,7 +209,7 @@ int tsim_cli_parse(const tsim_cli_parser *p, int argc, char **argv)
             rc = p->on_option(p->ctx, o->id, value, &err);
             break;
         case FROM_PLANNER:
-            rc = tsim_option_apply(o->spec, p->planner, value, &err);
+            rc = tsim_planner_options_set(p->planner, o->spec->name, value, &known, &err);
             if (rc == TSIM_OK && p->on_planner_option)
                 p->on_planner_option(p->ctx, o->spec);
             break;

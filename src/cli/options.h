@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "planner.h"
+#include "registry.h"
 #include "stepmodel.h"
 
 typedef struct {

@@ -324,8 +324,10 @@ static void fill_topology(plugin_state *ps, const tsim_topology *topo, double la
                                   .lambda_plan = lambda_plan};
 }
 
-static int plugin_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int plugin_init(void **state, const tsim_topology *topo, const tsim_planner_common *opts, const void *own,
+                       tsim_error *err)
 {
+    (void)own; /* a plugin's options live in its configuration (cfg->options_block) */
     const tsim_external_config *cfg = opts->external;
     plugin_state *ps = calloc(1, sizeof *ps);
     if (!ps)
@@ -475,6 +477,14 @@ static int plugin_window(const void *state)
     return ps->d->plan_batch ? ps->slots_per_plan : 1;
 }
 
+/* A plugin's options, from the table taotsim made of its descriptor's. */
+static void plugin_options_each(const tsim_planner_common *common, tsim_option_visit fn, void *ctx)
+{
+    const tsim_external_config *cfg = common->external;
+    for (int i = 0; cfg && i < cfg->n_plugin_options; i++)
+        tsim_option_visit_one(cfg->label, &cfg->plugin_options[i], cfg->options_block, fn, ctx);
+}
+
 void tsim_plugin_describe(tsim_planner_desc *d)
 {
     *d = (tsim_planner_desc){
@@ -484,5 +494,9 @@ void tsim_plugin_describe(tsim_planner_desc *d)
         .plan_batch = plugin_plan_batch,
         .window = plugin_window,
         .external = true,
+        /* nothing is known of what it remembers: every record, in order */
+        .state = TSIM_STATE_EVERY_RECORD,
+        .reads_lambda_plan = true,
+        .options_each = plugin_options_each,
     };
 }

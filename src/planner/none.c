@@ -3,10 +3,12 @@
 
 #include "planner.h"
 
-static int none_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int none_init(void **state, const tsim_topology *topo, const tsim_planner_common *common, const void *own,
+                     tsim_error *err)
 {
     (void)topo;
-    (void)opts;
+    (void)common;
+    (void)own;
     (void)err;
     *state = NULL;
     return TSIM_OK;
@@ -29,6 +31,7 @@ static void none_free(void *state)
 
 const tsim_planner_desc tsim_planner_none = {
     .name = "none",
+    .source = "Megatron-LM expert parallelism (no replicas)",
     .summary = "static expert parallelism: every token at its expert's home rank",
     .init = none_init,
     .plan = none_plan,

@@ -9,7 +9,7 @@
 #include "parse.h"
 
 const tsim_option_spec tsim_planner_common_options[] = {
-    {.name = "lambda-plan", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, lambda_plan),
+    {.name = "lambda-plan", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_common, lambda_plan),
      .lo = 1e-9, .hi = 1e9, .arg = "X", .def = "3", .help = "lambda the topology-aware planners believe"},
     {0},
 };
@@ -104,10 +104,22 @@ void tsim_option_help_line(const tsim_option_spec *spec, FILE *out)
 
 int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err)
 {
-    int rc = p->desc->init(&p->state, topo, &p->opts, err);
+    int rc = p->desc->init(&p->state, topo, &p->common, p->own.bytes, err);
     if (rc)
         tsim_error_prefix(err, "planner '%s'", p->label);
     return rc;
+}
+
+int tsim_planner_slots(const tsim_planner *p, const tsim_topology *topo, int *k, tsim_error *err)
+{
+    if (p->desc->slots_rule) {
+        int rc = p->desc->slots_rule(topo, p->common.slots, k, err);
+        if (rc)
+            tsim_error_prefix(err, "planner '%s'", p->label);
+        return rc;
+    }
+    *k = p->common.slots > 0 ? p->common.slots : topo->slots;
+    return TSIM_OK;
 }
 
 void tsim_planner_stop(tsim_planner *p)
@@ -115,4 +127,126 @@ void tsim_planner_stop(tsim_planner *p)
     if (p->desc && p->state)
         p->desc->free(p->state);
     p->state = NULL;
+}
+
+void tsim_option_table_defaults(const tsim_option_spec *table, void *block)
+{
+    for (const tsim_option_spec *o = table; o && o->name; o++) {
+        if (o->type == TSIM_OPTION_CLEAR) {
+            *(bool *)((char *)block + o->offset) = true;
+            continue;
+        }
+        /* A default that fails to parse is a bug in a table; the every-planner
+         * test (test_core) checks each default against its own range. */
+        tsim_error err = {0};
+        if (o->def)
+            tsim_option_apply(o, block, o->def, &err);
+    }
+}
+
+void tsim_option_key(const char *planner, const tsim_option_spec *spec, char *key, size_t n)
+{
+    const char *name = spec->name;
+    size_t plen = strlen(planner);
+    if (strncmp(name, planner, plen) == 0 && name[plen] == '-')
+        name += plen + 1;
+    if (spec->type == TSIM_OPTION_CLEAR && strncmp(name, "no-", 3) == 0)
+        name += 3;
+    snprintf(key, n, "%s", name);
+    for (char *c = key; *c; c++)
+        if (*c == '-')
+            *c = '_';
+}
+
+/* The n-th value of "a|b|c" into out. */
+static void choice_at(const char *choices, int n, char *out, size_t size)
+{
+    const char *p = choices;
+    for (int i = 0; i < n && *p; i++) {
+        p += strcspn(p, "|");
+        if (*p == '|')
+            p++;
+    }
+    snprintf(out, size, "%.*s", (int)strcspn(p, "|"), p);
+}
+
+void tsim_option_value_text(const tsim_option_value *v, char *out, size_t n)
+{
+    const tsim_option_spec *o = v->spec;
+    switch (o->type) {
+    case TSIM_OPTION_DOUBLE:
+        snprintf(out, n, "%.17g", *(const double *)v->value);
+        break;
+    case TSIM_OPTION_INT:
+        snprintf(out, n, "%d", *(const int *)v->value);
+        break;
+    case TSIM_OPTION_INT64:
+        snprintf(out, n, "%lld", (long long)*(const int64_t *)v->value);
+        break;
+    case TSIM_OPTION_CHOICE:
+        choice_at(o->choices, *(const int *)v->value, out, n);
+        break;
+    case TSIM_OPTION_STRING:
+        snprintf(out, n, "%s", (const char *)v->value);
+        break;
+    case TSIM_OPTION_CLEAR:
+        snprintf(out, n, "%s", *(const bool *)v->value ? "true" : "false");
+        break;
+    }
+}
+
+static size_t option_width(const tsim_option_spec *o)
+{
+    switch (o->type) {
+    case TSIM_OPTION_DOUBLE:
+        return sizeof(double);
+    case TSIM_OPTION_INT64:
+        return sizeof(int64_t);
+    case TSIM_OPTION_INT:
+    case TSIM_OPTION_CHOICE:
+        return sizeof(int);
+    case TSIM_OPTION_CLEAR:
+        return sizeof(bool);
+    case TSIM_OPTION_STRING:
+        return o->size;
+    }
+    return 0;
+}
+
+/* True when the option at block equals its table default. */
+static bool at_default(const tsim_option_spec *o, const void *block)
+{
+    tsim_options_block def;
+    memset(&def, 0, sizeof def);
+    size_t w = option_width(o);
+    if (o->offset + w > sizeof def.bytes)
+        return false;
+    const tsim_option_spec one[2] = {*o, {0}};
+    tsim_option_table_defaults(one, def.bytes);
+    const char *have = (const char *)block + o->offset, *want = (const char *)def.bytes + o->offset;
+    if (o->type == TSIM_OPTION_STRING)
+        return strncmp(have, want, w) == 0;
+    return memcmp(have, want, w) == 0;
+}
+
+void tsim_option_visit_one(const char *planner, const tsim_option_spec *o, const void *block, tsim_option_visit fn,
+                           void *ctx)
+{
+    tsim_option_value v = {.spec = o, .value = (const char *)block + o->offset};
+    tsim_option_key(planner, o, v.key, sizeof v.key);
+    v.is_default = at_default(o, block);
+    v.common = !planner[0];
+    fn(&v, ctx);
+}
+
+void tsim_planner_options_each(const tsim_planner *p, tsim_option_visit fn, void *ctx)
+{
+    for (const tsim_option_spec *o = tsim_planner_common_options; o->name; o++)
+        tsim_option_visit_one("", o, &p->common, fn, ctx);
+    if (p->desc->options_each) {
+        p->desc->options_each(&p->common, fn, ctx);
+        return;
+    }
+    for (const tsim_option_spec *o = p->desc->options; o && o->name; o++)
+        tsim_option_visit_one(p->desc->name, o, p->own.bytes, fn, ctx);
 }

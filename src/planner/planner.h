@@ -5,6 +5,7 @@
 #define TSIM_PLANNER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -13,80 +14,29 @@
 #include "record.h"
 #include "topology.h"
 
-enum { TSIM_TAOT_AUCTION = 0, TSIM_TAOT_SPLIT = 1 };
-enum { TSIM_DEVICE_CPU = 0, TSIM_DEVICE_GPU = 1 };
-enum { TSIM_LPLB_IPM = 0, TSIM_LPLB_EXACT = 1 };
-enum { TSIM_LPLB_HISTORY_PREV = 0, TSIM_LPLB_HISTORY_NONE = 1, TSIM_LPLB_HISTORY_ORACLE = 2 };
-enum { TSIM_LPLB_REHOME_NONE = 0, TSIM_LPLB_REHOME_EPLB = 1 };
-enum { TSIM_EPLB_HISTORY_PREV = 0, TSIM_EPLB_HISTORY_ORACLE = 1, TSIM_EPLB_HISTORY_NONE = 2 };
-
-typedef struct {
-    int phase3;          /* TSIM_TAOT_AUCTION (default) or TSIM_TAOT_SPLIT */
-    bool flow_hint;      /* Phase-1 Tn term in the score (default on) */
-    bool comm_cost;      /* Phase-2 B term in the score (default on) */
-    int iters;           /* Sinkhorn rounds (50) */
-    double self_bonus;   /* auction bonus for the guest's own tokens (0) */
-    int auction_rounds;  /* auction round cap (300) */
-    int device;          /* TSIM_DEVICE_CPU (default) or TSIM_DEVICE_GPU */
-} tsim_taot_options;
-
-typedef struct {
-    double alpha;        /* capacity factor (1.0) */
-    int64_t min_chunk;   /* minimum piece m (1024) */
-    double threshold;    /* activation threshold; 0 = off (default) */
-} tsim_llep_options;
-
-#define TSIM_LPLB_GRAPH_MAX 32
-typedef struct {
-    char graph[TSIM_LPLB_GRAPH_MAX]; /* auto, cube8, hypercube16, torus:MxN, ring8 */
-    int solver;          /* TSIM_LPLB_IPM (default) or TSIM_LPLB_EXACT */
-    int history;         /* TSIM_LPLB_HISTORY_* (prev default) */
-    int rehome;          /* TSIM_LPLB_REHOME_NONE (default) or _EPLB: re-home with EPLB first (eplb.md 4) */
-} tsim_lplb_options;
-
-/* DeepSeek EPLB (eplb.md section 3); K is the common --slots. */
-typedef struct {
-    int groups;          /* EPLB's num_groups (1) */
-    int history;         /* TSIM_EPLB_HISTORY_* (prev default) */
-    int interval;        /* records of a layer between recomputations under prev (8) */
-} tsim_eplb_options;
-
-/* FasterMoE dynamic shadowing cost model, per token / per expert, in
- * microseconds (only their ratios matter). */
-typedef struct {
-    double comp_us;      /* compute one token of one expert (0.063) */
-    double feat_us;      /* send one token's features to another rank (0.02) */
-    double model_us;     /* send one expert's weights (shadow) to every rank (380) */
-} tsim_fastermoe_options;
-
-/* The `optimal` MIP yardstick. */
-typedef struct {
-    double mu;           /* weight of the weighted cost against imbalance (0.001) */
-    int node_limit;      /* branch-and-bound subproblems per record (20000); deterministic, unlike a clock */
-} tsim_optimal_options;
-
-/* Every planner's options in one place: common ones plus one block per planner.
- * A planner reads its own block and ignores the others. */
+/* Options every planner may read, whatever its own block holds. */
 typedef struct {
     double lambda_plan;  /* what a topology-aware planner believes (3) */
-    tsim_taot_options taot;
-    tsim_llep_options llep;
-    tsim_lplb_options lplb;
-    tsim_eplb_options eplb;
-    tsim_fastermoe_options fastermoe;
-    tsim_optimal_options optimal;
+    /* This planner's slot budget K; 0: the topology's (the command's --slots). */
+    int slots;
     /* An external planner's configuration (command or plugin, its options),
      * owned by the CLI layer that resolved its `exec:`/`plugin:` name; NULL
      * for every built-in planner. */
     const void *external;
-} tsim_planner_options;
+} tsim_planner_common;
 
-
-
+/* A planner's own options live in a block of at most this many bytes, stored
+ * inline in a configured planner (the registry checks options_size). */
+#define TSIM_OPTIONS_BLOCK_MAX 512
+typedef union {
+    max_align_t align;
+    unsigned char bytes[TSIM_OPTIONS_BLOCK_MAX];
+} tsim_options_block;
 
 /* One planner option, as its descriptor lists it: everything the CLI parser,
- * --help, labelled planners and the every-planner tests need. The value lives
- * at `offset` in tsim_planner_options. */
+ * `taotsim planners`, labelled planners, JSON results and the every-planner
+ * tests need. The value lives at `offset` in the planner's own options block
+ * (tsim_planner_common for the common options). */
 typedef enum {
     TSIM_OPTION_DOUBLE, /* double in [lo, hi] */
     TSIM_OPTION_INT,    /* int in [lo, hi] */
@@ -99,16 +49,20 @@ typedef enum {
 typedef struct {
     const char *name;    /* CLI name without dashes, prefixed by the planner: "taot-iters" */
     tsim_option_type type;
-    size_t offset;       /* into tsim_planner_options */
+    size_t offset;       /* into the planner's own block */
     size_t size;         /* TSIM_OPTION_STRING: the buffer's size */
     double lo, hi;       /* numbers: the accepted range */
     const char *choices; /* TSIM_OPTION_CHOICE: values separated by '|' */
     const char *arg;     /* the value's name in --help ("N", "X"); NULL for flags */
     const char *def;     /* the default, as typed on the command line; NULL for flags */
     const char *help;    /* one line; "(default ...)" is added unless it says it */
+    /* Not recorded in JSON options: it changes where a planner runs, never
+     * its plans (taot-device), so plans dumped anywhere stay byte-identical. */
+    bool not_recorded;
 } tsim_option_spec;
 
-/* Options every planner may read (--lambda-plan), NULL-name terminated. */
+/* Options every planner may read (--lambda-plan), NULL-name terminated;
+ * offsets into tsim_planner_common. */
 extern const tsim_option_spec tsim_planner_common_options[];
 
 /* Sets the option described by spec from its command-line text (NULL for a
@@ -117,14 +71,63 @@ int tsim_option_apply(const tsim_option_spec *spec, void *options, const char *v
 /* Writes spec's --help line. */
 void tsim_option_help_line(const tsim_option_spec *spec, FILE *out);
 
+/* One option's value: its table entry, the JSON key it is recorded under
+ * ("taot-iters" of taot -> "iters", "taot-no-flow-hint" -> "flow_hint") and
+ * where the value lives. */
+typedef struct {
+    const tsim_option_spec *spec;
+    char key[64];
+    const void *value;
+    bool is_default;     /* equal to the table's default */
+    bool common;         /* one of tsim_planner_common_options */
+} tsim_option_value;
+
+/* The JSON key of option spec of planner `planner`. */
+void tsim_option_key(const char *planner, const tsim_option_spec *spec, char *key, size_t n);
+/* The value's text as the command line would take it ("auction", "50"); for
+ * a flag "true" or "false" (true: not given). */
+void tsim_option_value_text(const tsim_option_value *v, char *out, size_t n);
+
+typedef void (*tsim_option_visit)(const tsim_option_value *v, void *ctx);
+
+/* What a planner remembers between records: sessions, -j, shards and merge
+ * read it rather than guessing. */
+typedef enum {
+    TSIM_STATE_NONE = 0,     /* stateless: every record alone */
+    TSIM_STATE_WINDOW,       /* the last state_window records of the record's layer */
+    TSIM_STATE_LAYER_PREFIX, /* every earlier record of the layer (layouts that chain) */
+    TSIM_STATE_EVERY_RECORD, /* every record, in order, whatever its layer */
+} tsim_state_contract;
+
+/* How much a record costs to plan: bench and the studies' defaults leave
+ * expensive planners out unless asked. */
+typedef enum {
+    TSIM_COST_CHEAP = 0,
+    TSIM_COST_EXPENSIVE,
+} tsim_cost_class;
+
 typedef struct tsim_planner_desc {
     const char *name;
     const char *summary; /* one line for --help */
-    /* Its options (NULL-name terminated; NULL when it has none). Parsing,
-     * defaults, --help and labelled planners all come from this table. */
+    const char *source;  /* the paper or system it follows, with its version */
+    /* Its options (NULL-name terminated; NULL when it has none), with offsets
+     * into its own block of options_size bytes. Parsing, defaults, `taotsim
+     * planners`, labelled planners and JSON options all come from this table. */
     const tsim_option_spec *options;
-    /* Allocates state and all scratch for this topology. */
-    int (*init)(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err);
+    size_t options_size;
+    tsim_state_contract state;
+    int state_window;    /* TSIM_STATE_WINDOW: how many records */
+    tsim_cost_class cost;
+    /* Optional: the slot budget this planner runs at on topo, where its
+     * algorithm fixes one. asked is the planner's explicit --slots (0: none
+     * given): the rule either takes it, or refuses it naming the K it needs.
+     * Absent: the planner runs at the command's --slots or its own. */
+    int (*slots_rule)(const tsim_topology *topo, int asked, int *k, tsim_error *err);
+    const char *slots_help; /* one line for `taotsim planners` when slots_rule is set */
+    /* Allocates state and all scratch for this topology. own is the planner's
+     * block (options_size bytes, defaults from its table, then overrides). */
+    int (*init)(void **state, const tsim_topology *topo, const tsim_planner_common *common, const void *own,
+                tsim_error *err);
     /* Plans one record into out (reset by the callee). No allocation except
      * plan growth for planners without a slot limit. */
     int (*plan)(void *state, const tsim_record *rec, tsim_plan *out, tsim_error *err);
@@ -134,7 +137,7 @@ typedef struct tsim_planner_desc {
      * so once. */
     bool (*fell_back)(const void *state, char *why, size_t n);
     /* Optional: one line worth telling the user about this configured
-     * planner (e.g. which graph LPLB's `auto` chose); false when none. */
+     * planner (e.g. a choice its options left to it); false when none. */
     bool (*note)(const void *state, char *line, size_t n);
     /* Optional: plans n records at once into plans[0..n-1] (initialised by the
      * caller), with results identical to n calls of plan. Planners that gain
@@ -145,6 +148,12 @@ typedef struct tsim_planner_desc {
      * history[E] is what the layer's next record takes as its history (NULL:
      * none); placement[E] the placement in force (NULL: the static map). */
     int (*prime)(void *state, int64_t layer, const int64_t *history, const int32_t *placement, tsim_error *err);
+    /* Optional, for planners whose history is a window of records and a
+     * layout (trtllm, swift): window holds n rows of E counts, oldest first;
+     * layout (NULL: the initial one) and placement (NULL: the static map)
+     * are in force. */
+    int (*prime_window)(void *state, int64_t layer, const int64_t *window, int n, const int32_t *layout,
+                        const int32_t *placement, tsim_error *err);
     /* Optional: how many records this configured planner wants per
      * plan_batch call (an external planner's pipelining window). Absent or
      * <= 1: sessions give it one record at a time, as before. */
@@ -152,10 +161,11 @@ typedef struct tsim_planner_desc {
     /* Its plans come from outside taotsim (a process or a plugin): a plan the
      * evaluator rejects is an input error (exit 2), not a bug (exit 3). */
     bool external;
-    /* Optional, for result files: option i of this configured planner that
-     * lives outside tsim_planner_options (an external planner's own), as its
-     * key and its value's text; false past the last. */
-    bool (*given_option)(const tsim_planner_options *opts, int i, const char **key, char *value, size_t n);
+    /* It reads lambda_plan (recorded in its JSON options). */
+    bool reads_lambda_plan;
+    /* Optional, for planners whose table is not static (plugins): calls fn
+     * for each of this configured planner's options. */
+    void (*options_each)(const tsim_planner_common *common, tsim_option_visit fn, void *ctx);
 } tsim_planner_desc;
 
 
@@ -164,12 +174,30 @@ typedef struct tsim_planner_desc {
 typedef struct {
     const tsim_planner_desc *desc;
     char label[TSIM_LABEL_MAX];
-    tsim_planner_options opts;
+    tsim_planner_common common;
+    tsim_options_block own; /* desc->options_size bytes used */
     void *state;
 } tsim_planner;
 
 int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err);
 void tsim_planner_stop(tsim_planner *p);
+
+/* The slot budget K configured planner p runs at on topo (whose slots is the
+ * command's --slots): the descriptor's slots_rule when it has one (given p's
+ * own --slots=K, or 0), else p's own --slots=K, else topo->slots. */
+int tsim_planner_slots(const tsim_planner *p, const tsim_topology *topo, int *k, tsim_error *err);
+
+/* Sets every option of table in block to its default (flags: true). */
+void tsim_option_table_defaults(const tsim_option_spec *table, void *block);
+
+/* Calls fn for every option of p: the common ones, then its own table in
+ * order. External planners list theirs through
+ * desc->options_each. */
+void tsim_planner_options_each(const tsim_planner *p, tsim_option_visit fn, void *ctx);
+/* Calls fn for option o of a planner called planner (the prefix its key
+ * drops), whose value lives in block. */
+void tsim_option_visit_one(const char *planner, const tsim_option_spec *o, const void *block, tsim_option_visit fn,
+                           void *ctx);
 
 
 

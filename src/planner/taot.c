@@ -122,10 +122,10 @@ static void *zalloc(size_t n, size_t size, int *failed)
     return p;
 }
 
-int tsim_taot_init(tsim_taot_ctx *c, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+int tsim_taot_init(tsim_taot_ctx *c, const tsim_topology *topo, const tsim_planner_common *opts,
+                   const tsim_taot_options *o, tsim_error *err)
 {
     memset(c, 0, sizeof *c);
-    const tsim_taot_options *o = &opts->taot;
     if (!(opts->lambda_plan > 0.0) || !isfinite(opts->lambda_plan))
         return tsim_error_set(err, TSIM_E_INPUT, "taot: lambda_plan must be a positive number, got %g",
                               opts->lambda_plan);

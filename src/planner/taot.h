@@ -31,6 +31,20 @@
 /* EPS of taot.md, as a float. */
 #define TSIM_TAOT_EPS 1e-8f
 
+enum { TSIM_TAOT_AUCTION = 0, TSIM_TAOT_SPLIT = 1 };
+enum { TSIM_DEVICE_CPU = 0, TSIM_DEVICE_GPU = 1 };
+
+/* The `taot` planner's own options block. */
+typedef struct {
+    int phase3;          /* TSIM_TAOT_AUCTION (default) or TSIM_TAOT_SPLIT */
+    bool flow_hint;      /* Phase-1 Tn term in the score (default on) */
+    bool comm_cost;      /* Phase-2 B term in the score (default on) */
+    int iters;           /* Sinkhorn rounds (50) */
+    double self_bonus;   /* auction bonus for the guest's own tokens (0) */
+    int auction_rounds;  /* auction round cap (300) */
+    int device;          /* TSIM_DEVICE_CPU (default) or TSIM_DEVICE_GPU */
+} tsim_taot_options;
+
 typedef struct {
     /* ---- set by init ---------------------------------------------------- */
     const tsim_topology *topo;
@@ -130,7 +144,8 @@ typedef struct {
 
 /* Allocates every scratch array for this topology. The CPU algorithm only: the
  * `taot` planner entry (src/registry/taot_planner.c) picks the device. */
-int tsim_taot_init(tsim_taot_ctx *c, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err);
+int tsim_taot_init(tsim_taot_ctx *c, const tsim_topology *topo, const tsim_planner_common *common,
+                   const tsim_taot_options *o, tsim_error *err);
 void tsim_taot_free(tsim_taot_ctx *c);
 
 /* Phase 0. rec must be R x E of the topology. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parse.h"
 #include "taot_planner.h"
 
 extern const tsim_planner_desc tsim_planner_none;
@@ -17,6 +18,10 @@ extern const tsim_planner_desc tsim_planner_lplb;
 extern const tsim_planner_desc tsim_planner_fastermoe;
 extern const tsim_planner_desc tsim_planner_optimal;
 extern const tsim_planner_desc tsim_planner_eplb;
+extern const tsim_planner_desc tsim_planner_moonep;
+extern const tsim_planner_desc tsim_planner_ultraep;
+extern const tsim_planner_desc tsim_planner_trtllm;
+extern const tsim_planner_desc tsim_planner_swift;
 
 /* THE list: adding a planner is its own files plus one line here (and its
  * extern above). The order is the order of --help and of "known:" lists. */
@@ -29,6 +34,10 @@ static const tsim_planner_desc *const registry[] = {
     &tsim_planner_eplb,
     &tsim_planner_fastermoe,
     &tsim_planner_optimal,
+    &tsim_planner_moonep,
+    &tsim_planner_ultraep,
+    &tsim_planner_trtllm,
+    &tsim_planner_swift,
     NULL,
 };
 
@@ -37,16 +46,15 @@ static const tsim_planner_desc *const registry[] = {
  * list); the taotsim binary does not, and this weak reference is then NULL. */
 extern const tsim_planner_desc *const tsim_test_planners[] __attribute__((weak));
 
-#define REGISTRY_MAX 64
-static const tsim_planner_desc *all_planners[REGISTRY_MAX + 1];
+static const tsim_planner_desc *all_planners[TSIM_REGISTRY_MAX + 1];
 static pthread_once_t all_once = PTHREAD_ONCE_INIT;
 
 static void all_build(void)
 {
     int n = 0;
-    for (const tsim_planner_desc *const *d = registry; *d && n < REGISTRY_MAX; d++)
+    for (const tsim_planner_desc *const *d = registry; *d && n < TSIM_REGISTRY_MAX; d++)
         all_planners[n++] = *d;
-    for (const tsim_planner_desc *const *d = tsim_test_planners; d && *d && n < REGISTRY_MAX; d++)
+    for (const tsim_planner_desc *const *d = tsim_test_planners; d && *d && n < TSIM_REGISTRY_MAX; d++)
         all_planners[n++] = *d;
     all_planners[n] = NULL;
 }
@@ -108,47 +116,103 @@ const tsim_option_spec *tsim_planner_option_at(int i)
     return NULL;
 }
 
-/* Defaults: every option's `def` (flags: true), applied by the same parser. */
-static bool apply_default(const tsim_option_spec *o, void *options)
+static int registry_index(const tsim_planner_desc *d)
 {
-    if (o->type == TSIM_OPTION_CLEAR) {
-        *(bool *)((char *)options + o->offset) = true;
-        return false;
-    }
-    tsim_error err = {0};
-    /* A default that fails to parse is a bug in a table; the every-planner
-     * test (test_core) checks each default against its own range. */
-    if (o->def)
-        tsim_option_apply(o, options, o->def, &err);
-    return false;
+    int i = 0;
+    for (const tsim_planner_desc *const *p = tsim_planner_all(); *p; p++, i++)
+        if (*p == d)
+            return i;
+    return -1;
+}
+
+void *tsim_planner_options_own(tsim_planner_options *o, const tsim_planner_desc *d)
+{
+    int i = registry_index(d);
+    return i < 0 ? NULL : o->own[i].bytes;
+}
+
+const void *tsim_planner_options_own_const(const tsim_planner_options *o, const tsim_planner_desc *d)
+{
+    return tsim_planner_options_own((tsim_planner_options *)o, d);
 }
 
 void tsim_planner_options_default(tsim_planner_options *o)
 {
     memset(o, 0, sizeof *o);
-    option_scan(apply_default, o);
+    tsim_option_table_defaults(tsim_planner_common_options, &o->common);
+    int i = 0;
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++, i++)
+        tsim_option_table_defaults((*d)->options, o->own[i].bytes);
+}
+
+void tsim_planner_configure(tsim_planner *p, const tsim_planner_desc *d, const char *label,
+                            const tsim_planner_options *base)
+{
+    char shown[TSIM_LABEL_MAX]; /* label may point into p */
+    snprintf(shown, sizeof shown, "%s", label ? label : d->name);
+    memset(p, 0, sizeof *p);
+    p->desc = d;
+    snprintf(p->label, sizeof p->label, "%s", shown);
+    p->common = base->common;
+    p->common.external = NULL;
+    const void *own = tsim_planner_options_own_const(base, d);
+    if (own && d->options_size <= sizeof p->own.bytes)
+        memcpy(p->own.bytes, own, d->options_size);
+}
+
+int tsim_planner_init_with(const tsim_planner_desc *d, void **state, const tsim_topology *topo,
+                           const tsim_planner_options *base, tsim_error *err)
+{
+    return d->init(state, topo, &base->common, tsim_planner_options_own_const(base, d), err);
+}
+
+const tsim_planner_desc *tsim_planner_option_owner(const char *name)
+{
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++)
+        for (const tsim_option_spec *o = (*d)->options; o && o->name; o++)
+            if (strcmp(o->name, name) == 0)
+                return *d;
+    return NULL;
+}
+
+static const tsim_option_spec *common_option(const char *name)
+{
+    for (const tsim_option_spec *o = tsim_planner_common_options; o->name; o++)
+        if (strcmp(o->name, name) == 0)
+            return o;
+    return NULL;
 }
 
 int tsim_planner_options_set(tsim_planner_options *o, const char *name, const char *value, bool *known,
                              tsim_error *err)
 {
-    const tsim_option_spec *spec = tsim_planner_option_find(name);
+    const tsim_option_spec *spec = common_option(name);
+    *known = true;
+    if (spec)
+        return tsim_option_apply(spec, &o->common, value, err);
+    const tsim_planner_desc *d = tsim_planner_option_owner(name);
+    spec = d ? tsim_planner_option_find(name) : NULL;
     *known = spec != NULL;
     if (!spec)
         return tsim_error_set(err, TSIM_E_INPUT, "unknown option --%s", name);
-    return tsim_option_apply(spec, o, value, err);
+    return tsim_option_apply(spec, tsim_planner_options_own(o, d), value, err);
 }
 
-static bool print_help(const tsim_option_spec *o, void *out)
+int tsim_planner_option_set(tsim_planner *p, const char *name, const char *value, tsim_error *err)
 {
-    tsim_option_help_line(o, out);
-    return false;
-}
-
-void tsim_planner_options_help(FILE *out)
-{
-    fputs("Planner options (prefixed by the planner they belong to):\n", out);
-    option_scan(print_help, out);
+    if (strcmp(name, "slots") == 0) /* this planner's own slot budget K */
+        return tsim_parse_int(value ? value : "", 1, 1024, &p->common.slots, "--slots", err);
+    const tsim_option_spec *spec = common_option(name);
+    if (spec)
+        return tsim_option_apply(spec, &p->common, value, err);
+    for (spec = p->desc->options; spec && spec->name; spec++)
+        if (strcmp(spec->name, name) == 0)
+            return tsim_option_apply(spec, p->own.bytes, value, err);
+    const tsim_planner_desc *owner = tsim_planner_option_owner(name);
+    if (owner)
+        return tsim_error_set(err, TSIM_E_INPUT, "--%s is an option of %s, not of %s", name, owner->name,
+                              p->desc->name);
+    return tsim_error_set(err, TSIM_E_INPUT, "unknown option --%s", name);
 }
 
 bool tsim_planner_option_is_flag(const char *name)
@@ -204,8 +268,8 @@ static int check_external_label(const char *label, const char *name, tsim_error 
 int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planner_options *base, tsim_error *err)
 {
     memset(p, 0, sizeof *p);
-    p->opts = *base;
-    p->opts.external = NULL;
+    p->common = base->common;
+    p->common.external = NULL;
     char buf[1024];
     if (strlen(spec) >= sizeof buf)
         return tsim_error_set(err, TSIM_E_INPUT, "planner spec '%.40s...' is too long", spec);
@@ -234,7 +298,7 @@ int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planne
                                   "planner '%s': external planners (exec:, plugin:) run from the taotsim command only",
                                   p->label);
         rc = resolver(p, name, opts, err);
-        if (rc == TSIM_OK && (!p->desc || !p->opts.external))
+        if (rc == TSIM_OK && (!p->desc || !p->common.external))
             rc = tsim_error_set(err, TSIM_E_INTERNAL, "planner '%s': the resolver returned no planner", p->label);
         return rc;
     }
@@ -252,6 +316,7 @@ int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planne
         return tsim_error_set(err, TSIM_E_INPUT, "unknown planner '%s' (known: %s; external: LABEL=exec:CMD, "
                               "LABEL=plugin:LIB.so)", name, names);
     }
+    tsim_planner_configure(p, p->desc, NULL, base);
     const char *shown = label && *label ? label : name;
     if (strlen(shown) >= sizeof p->label)
         return tsim_error_set(err, TSIM_E_INPUT, "planner label '%s' is too long", shown);
@@ -274,8 +339,7 @@ int tsim_planner_spec_parse(tsim_planner *p, const char *spec, const tsim_planne
         char *val = strchr(opt, '=');
         if (val)
             *val++ = '\0';
-        bool known;
-        int rc = tsim_planner_options_set(&p->opts, opt, val, &known, err);
+        int rc = tsim_planner_option_set(p, opt, val, err);
         if (rc) {
             tsim_error_prefix(err, "planner '%s'", p->label);
             return rc;
@@ -317,16 +381,4 @@ int tsim_planner_list_parse(const char *list, const tsim_planner_options *base, 
     if (*n == 0)
         return tsim_error_set(err, TSIM_E_INPUT, "--planners is empty");
     return TSIM_OK;
-}
-
-void tsim_planner_report_fallbacks(const tsim_planner *planners, int n, FILE *out)
-{
-    for (int i = 0; i < n; i++) {
-        const tsim_planner *p = &planners[i];
-        char why[256];
-        if (p->state && p->desc->fell_back && p->desc->fell_back(p->state, why, sizeof why))
-            fprintf(out, "taotsim: planner '%s' fell back: %s\n", p->label, why);
-        if (p->state && p->desc->note && p->desc->note(p->state, why, sizeof why))
-            fprintf(out, "taotsim: planner '%s': %s\n", p->label, why);
-    }
 }

@@ -7,7 +7,31 @@
 
 #include "planner.h"
 
+/* The most planners a build registers (built-ins and test planners). */
+#define TSIM_REGISTRY_MAX 32
+
+/* The options a command builds from its flags (--lambda-plan, --taot-iters
+ * 5, ...): the common ones plus one block per registered planner, by registry
+ * position. Configuring a planner copies its block, then applies the
+ * LABEL=NAME:--opt=v overrides. */
+typedef struct {
+    tsim_planner_common common;
+    tsim_options_block own[TSIM_REGISTRY_MAX];
+} tsim_planner_options;
+
 const tsim_planner_desc *tsim_planner_find(const char *name);
+
+/* d's block in o (NULL for a planner not registered, e.g. an external one). */
+void *tsim_planner_options_own(tsim_planner_options *o, const tsim_planner_desc *d);
+const void *tsim_planner_options_own_const(const tsim_planner_options *o, const tsim_planner_desc *d);
+
+/* p becomes planner d labelled label (NULL: d's name) with base's options;
+ * its state is not started. */
+void tsim_planner_configure(tsim_planner *p, const tsim_planner_desc *d, const char *label,
+                            const tsim_planner_options *base);
+/* d's init with base's options for d. */
+int tsim_planner_init_with(const tsim_planner_desc *d, void **state, const tsim_topology *topo,
+                           const tsim_planner_options *base, tsim_error *err);
 
 /* NULL-terminated list of every registered planner. */
 const tsim_planner_desc *const *tsim_planner_all(void);
@@ -39,8 +63,6 @@ int tsim_planner_list_add(tsim_planner *out, int max, int *n, const char *spec, 
 int tsim_planner_list_parse(const char *list, const tsim_planner_options *base, tsim_planner *out, int max, int *n,
                             tsim_error *err);
 
-/* Writes one line per planner of the list that fell back (see fell_back). */
-void tsim_planner_report_fallbacks(const tsim_planner *planners, int n, FILE *out);
 
 /* Every option of every planner comes from the descriptors' tables. */
 void tsim_planner_options_default(tsim_planner_options *o);
@@ -49,8 +71,11 @@ void tsim_planner_options_default(tsim_planner_options *o);
  * *known is set false when the name is not a planner option at all. */
 int tsim_planner_options_set(tsim_planner_options *o, const char *name, const char *value, bool *known,
                              tsim_error *err);
-/* Prints every planner option with its default, for --help. */
-void tsim_planner_options_help(FILE *out);
+/* The same for one configured planner: its own options and the common ones
+ * only; another planner's option is refused, naming its owner. */
+int tsim_planner_option_set(tsim_planner *p, const char *name, const char *value, tsim_error *err);
+/* The planner whose table holds the option called name (NULL: common or none). */
+const tsim_planner_desc *tsim_planner_option_owner(const char *name);
 /* The option called name (common or any planner's), or NULL. */
 const tsim_option_spec *tsim_planner_option_find(const char *name);
 /* The i-th option (common first, then by registry order), NULL past the end. */

@@ -18,21 +18,23 @@ typedef struct {
     char why[256];
 } taot_state;
 
-static int taot_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int taot_init(void **state, const tsim_topology *topo, const tsim_planner_common *common, const void *own,
+                     tsim_error *err)
 {
+    const tsim_taot_options *opts = own;
     taot_state *s = calloc(1, sizeof *s);
     if (!s)
         return tsim_error_set(err, TSIM_E_INTERNAL, "taot: out of memory");
-    int rc = tsim_taot_init(&s->cpu, topo, opts, err);
+    int rc = tsim_taot_init(&s->cpu, topo, common, opts, err);
     if (rc) {
         free(s);
         return rc;
     }
     /* No CUDA in the build, no usable device, or a shape beyond the kernels'
      * limits: the CPU reference plans, and every plan says so. */
-    if (opts->taot.device == TSIM_DEVICE_GPU) {
+    if (opts->device == TSIM_DEVICE_GPU) {
         tsim_error gpu_err = {0};
-        s->gpu = tsim_taot_gpu_create(topo, opts, TAOT_GPU_MAX_BATCH, &gpu_err);
+        s->gpu = tsim_taot_gpu_create(topo, common, opts, TAOT_GPU_MAX_BATCH, &gpu_err);
         if (!s->gpu) {
             s->fell_back = true;
             snprintf(s->why, sizeof s->why, "%s", gpu_err.msg);
@@ -101,19 +103,22 @@ bool tsim_taot_gpu_fell_back(const void *state, char *why, size_t n)
 
 /* --taot-* options: parsed, defaulted and listed in --help from here. */
 static const tsim_option_spec taot_options[] = {
-    {.name = "taot-phase3", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_planner_options, taot.phase3), .choices = "auction|split", .arg = "auction|split", .def = "auction", .help = "TAOT token assignment"},
-    {.name = "taot-no-flow-hint", .type = TSIM_OPTION_CLEAR, .offset = offsetof(tsim_planner_options, taot.flow_hint), .help = "drop the Phase-1 Sinkhorn term from the score"},
-    {.name = "taot-no-comm-cost", .type = TSIM_OPTION_CLEAR, .offset = offsetof(tsim_planner_options, taot.comm_cost), .help = "drop the Phase-2 topology term from the score"},
-    {.name = "taot-iters", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_planner_options, taot.iters), .lo = 0, .hi = 100000, .arg = "N", .def = "50", .help = "Sinkhorn rounds"},
-    {.name = "taot-self-bonus", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_planner_options, taot.self_bonus), .lo = -1000000.0, .hi = 1000000.0, .arg = "X", .def = "0", .help = "auction bonus for the guest's own tokens"},
-    {.name = "taot-auction-rounds", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_planner_options, taot.auction_rounds), .lo = 1, .hi = 100000000, .arg = "N", .def = "300", .help = "auction round cap"},
-    {.name = "taot-device", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_planner_options, taot.device), .choices = "cpu|gpu", .arg = "cpu|gpu", .def = "cpu", .help = "where TAOT runs (default cpu; gpu falls back to cpu)"},
+    {.name = "taot-phase3", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_taot_options, phase3), .choices = "auction|split", .arg = "auction|split", .def = "auction", .help = "TAOT token assignment"},
+    {.name = "taot-no-flow-hint", .type = TSIM_OPTION_CLEAR, .offset = offsetof(tsim_taot_options, flow_hint), .help = "drop the Phase-1 Sinkhorn term from the score"},
+    {.name = "taot-no-comm-cost", .type = TSIM_OPTION_CLEAR, .offset = offsetof(tsim_taot_options, comm_cost), .help = "drop the Phase-2 topology term from the score"},
+    {.name = "taot-iters", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_taot_options, iters), .lo = 0, .hi = 100000, .arg = "N", .def = "50", .help = "Sinkhorn rounds"},
+    {.name = "taot-self-bonus", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_taot_options, self_bonus), .lo = -1000000.0, .hi = 1000000.0, .arg = "X", .def = "0", .help = "auction bonus for the guest's own tokens"},
+    {.name = "taot-auction-rounds", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_taot_options, auction_rounds), .lo = 1, .hi = 100000000, .arg = "N", .def = "300", .help = "auction round cap"},
+    {.name = "taot-device", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_taot_options, device), .choices = "cpu|gpu", .arg = "cpu|gpu", .def = "cpu", .help = "where TAOT runs (default cpu; gpu falls back to cpu)", .not_recorded = true},
     {0},
 };
 
 const tsim_planner_desc tsim_planner_taot = {
     .name = "taot",
+    .source = "TAOT, Topology-Aware Optimal Transport, arXiv 2608.03676",
     .options = taot_options,
+    .options_size = sizeof(tsim_taot_options),
+    .reads_lambda_plan = true,
     .summary = "TAOT: Sinkhorn flow hint, column-first matching, auction or split token assignment",
     .init = taot_init,
     .plan = taot_plan,

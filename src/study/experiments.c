@@ -1,5 +1,7 @@
 #include "experiments.h"
 
+#include "taot.h"
+
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -354,7 +356,7 @@ static int copy_points(tsim_study *out, const tsim_study_config *c, const tsim_s
 static void params_common(tsim_study *out, const tsim_study_config *c)
 {
     cJSON_AddNumberToObject(out->params, "slots", c->slots);
-    cJSON_AddNumberToObject(out->params, "lambda_plan", c->base.lambda_plan);
+    cJSON_AddNumberToObject(out->params, "lambda_plan", c->base.common.lambda_plan);
     cJSON_AddNumberToObject(out->params, "lambda_eval", c->lambda_eval);
     if (c->step_model_on) {
         cJSON *m = cJSON_AddObjectToObject(out->params, "step_model");
@@ -488,12 +490,10 @@ int tsim_run_ablation(const tsim_study_config *c, tsim_study *out, tsim_error *e
     ablation_ctx ctx = {.c = c};
     for (int v = 0; v < 4; v++) {
         tsim_planner *p = &ctx.variants[v];
-        memset(p, 0, sizeof *p);
-        p->desc = tsim_planner_find("taot");
-        p->opts = c->base;
-        p->opts.taot.flow_hint = ablation_flow[v];
-        p->opts.taot.comm_cost = ablation_comm[v];
-        snprintf(p->label, sizeof p->label, "taot");
+        tsim_planner_configure(p, &tsim_planner_taot, "taot", &c->base);
+        tsim_taot_options *o = (tsim_taot_options *)p->own.bytes;
+        o->flow_hint = ablation_flow[v];
+        o->comm_cost = ablation_comm[v];
     }
     int S = c->n_seeds;
     ctx.rows = calloc((size_t)S * 4, sizeof *ctx.rows);
@@ -585,7 +585,7 @@ static int sweep_job(void *ctx_, int lp, tsim_error *err)
     int rc = TSIM_OK;
     for (int p = 0; p < n && rc == TSIM_OK; p++) {
         tsim_planner pl = ctx->pl.planners[p];
-        pl.opts.lambda_plan = c->lambda_plans[lp];
+        pl.common.lambda_plan = c->lambda_plans[lp];
         tsim_study_row src = {0};
         tsim_series ii[2] = {{0}, {0}};
         rc = run_planner(ctx->rs, &pl, c->slots, c->lambda_eval, c, &src, ii, err);

@@ -11,6 +11,7 @@
 
 #include "gen.h"
 #include "planner.h"
+#include "registry.h"
 #include "report.h"
 #include "stepmodel.h"
 #include "study.h"

@@ -427,7 +427,7 @@ int tsim_run_table1_regime(const tsim_study_config *c, const tsim_regime *r, tsi
     if (rc)
         return rc;
     cJSON_AddNumberToObject(out->params, "slots", c->slots);
-    cJSON_AddNumberToObject(out->params, "lambda_plan", c->base.lambda_plan);
+    cJSON_AddNumberToObject(out->params, "lambda_plan", c->base.common.lambda_plan);
     cJSON_AddNumberToObject(out->params, "lambda_eval", c->lambda_eval);
     cJSON *rj = tsim_regime_json(r, NULL);
     if (!rj)
@@ -719,7 +719,7 @@ int tsim_fit_run(const tsim_study_config *c, const tsim_fit_grid *g, tsim_fit_re
     out->grid = *g;
     out->slots = c->slots;
     out->lambda_eval = c->lambda_eval;
-    out->lambda_plan = c->base.lambda_plan;
+    out->lambda_plan = c->base.common.lambda_plan;
     const int n = tsim_fit_grid_regimes(g);
     const int jobs = n * TSIM_FIT_CELLS;
     fit_ctx ctx = {.c = c, .g = g};

@@ -55,9 +55,16 @@ void tsim_shard_range(int64_t total, tsim_shard shard, int64_t *lo, int64_t *hi)
 
 tsim_planner_memory tsim_planner_memory_of(const tsim_planner_desc *d)
 {
-    if (d->external)
-        return TSIM_MEMORY_ALL;
-    return d->prime ? TSIM_MEMORY_LAYER : TSIM_MEMORY_NONE;
+    switch (d->state) {
+    case TSIM_STATE_NONE:
+        return TSIM_MEMORY_NONE;
+    case TSIM_STATE_WINDOW:
+    case TSIM_STATE_LAYER_PREFIX:
+        return TSIM_MEMORY_LAYER;
+    case TSIM_STATE_EVERY_RECORD:
+        break;
+    }
+    return TSIM_MEMORY_ALL;
 }
 
 int tsim_shard_owner(tsim_planner_memory memory, int planner, int64_t dense_layer, int64_t seq, int64_t total,

@@ -51,8 +51,8 @@ void tsim_shard_range(int64_t total, tsim_shard shard, int64_t *lo, int64_t *hi)
  * split between threads and shards. */
 typedef enum {
     TSIM_MEMORY_NONE,  /* each record alone: any order, any thread */
-    TSIM_MEMORY_LAYER, /* per layer (a descriptor with `prime`): a layer's records in order */
-    TSIM_MEMORY_ALL,   /* anything (external planners): every record in order */
+    TSIM_MEMORY_LAYER, /* per layer (state window or layer prefix): a layer's records in order */
+    TSIM_MEMORY_ALL,   /* every record in order (state every record: external planners) */
 } tsim_planner_memory;
 tsim_planner_memory tsim_planner_memory_of(const tsim_planner_desc *d);
 

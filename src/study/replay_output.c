@@ -13,7 +13,9 @@ cJSON *tsim_planner_result_json(const tsim_session *s, int i)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "planner", p->label);
     cJSON_AddStringToObject(j, "algorithm", p->desc->name);
-    cJSON *opts = tsim_vector_options_json(p->desc, s->topo.slots, s->topo.ranks_per_node, &p->opts);
+    if (s->slots_differ) /* each planner's slot budget, stated when they differ */
+        cJSON_AddNumberToObject(j, "slots", s->ptopo[i].slots);
+    cJSON *opts = tsim_vector_options_json(p, s->topo.slots, s->topo.ranks_per_node);
     cJSON_DeleteItemFromObjectCaseSensitive(opts, "slots");
     cJSON_DeleteItemFromObjectCaseSensitive(opts, "ranks_per_node");
     cJSON_AddItemToObject(j, "options", opts);
@@ -36,7 +38,7 @@ cJSON *tsim_session_params_json(const tsim_session *s)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "slots", s->topo.slots);
-    cJSON_AddNumberToObject(j, "lambda_plan", s->n_planners ? s->planners[0].opts.lambda_plan : 3.0);
+    cJSON_AddNumberToObject(j, "lambda_plan", s->n_planners ? s->planners[0].common.lambda_plan : 3.0);
     cJSON_AddNumberToObject(j, "lambda_eval", s->lambda_eval);
     return j;
 }
@@ -252,6 +254,12 @@ int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay
         fprintf(out, "# replay: %s (%lld records, EP %d, %d experts, %d ranks/node, K = %d, lambda_eval = %g)\n\n",
                 o->trace_path ? o->trace_path : "-", (long long)o->records, s->topo.ranks, s->topo.experts,
                 s->topo.ranks_per_node, s->topo.slots, s->lambda_eval);
+        if (s->slots_differ) {
+            fputs("Slot budget per planner:", out);
+            for (int i = 0; i < s->n_planners; i++)
+                fprintf(out, "%s %s K = %d", i ? "," : "", s->planners[i].label, s->ptopo[i].slots);
+            fputs(".\n\n", out);
+        }
     }
     if (print_summary_table(out, s, o->format))
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");

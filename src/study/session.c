@@ -27,6 +27,32 @@ int tsim_session_init_results(tsim_session *s, int ranks, int experts, int ranks
                          err);
 }
 
+/* Every planner's topology with its own K; the evaluator sized for the
+ * largest. */
+static int planner_topologies(tsim_session *s, const tsim_planner *planners, int n, tsim_error *err)
+{
+    const tsim_topology *t = &s->topo;
+    if (!(s->ptopo = calloc((size_t)(n > 0 ? n : 1), sizeof *s->ptopo)))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    int widest = -1;
+    s->max_slots = t->slots;
+    for (int i = 0; i < n; i++) {
+        int k, rc = tsim_planner_slots(&planners[i], t, &k, err);
+        if (!rc)
+            rc = tsim_topology_init(&s->ptopo[i], t->ranks, t->experts, t->ranks_per_node, k, t->home, err);
+        if (rc)
+            return rc;
+        s->n_ptopo = i + 1;
+        s->slots_differ |= k != s->ptopo[0].slots;
+        if (widest < 0 || k > s->ptopo[widest].slots)
+            widest = i;
+    }
+    if (widest >= 0 && s->ptopo[widest].slots > s->max_slots)
+        s->max_slots = s->ptopo[widest].slots;
+    s->eval_topo = widest >= 0 && s->ptopo[widest].slots >= t->slots ? &s->ptopo[widest] : t;
+    return tsim_evaluator_init(&s->ev, s->eval_topo, err);
+}
+
 static int session_setup(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots, const int32_t *home,
                          const tsim_planner *planners, int n_planners, double lambda_eval, bool start,
                          tsim_error *err)
@@ -36,9 +62,11 @@ static int session_setup(tsim_session *s, int ranks, int experts, int ranks_per_
     int rc = tsim_topology_init(&s->topo, ranks, experts, ranks_per_node, slots, home, err);
     if (rc)
         return rc;
-    if ((rc = tsim_evaluator_init(&s->ev, &s->topo, err)))
+    s->n_planners = 0;
+    if ((rc = planner_topologies(s, planners, n_planners, err)))
         goto fail;
-    if ((rc = tsim_plan_init(&s->plan, ranks, ranks * (slots > 0 ? slots : 1), err)))
+    const int K = s->max_slots > 0 ? s->max_slots : 1;
+    if ((rc = tsim_plan_init(&s->plan, ranks, ranks * K, err)))
         goto fail;
     s->home_tokens = malloc(sizeof *s->home_tokens * (size_t)ranks);
     s->planners = calloc((size_t)n_planners, sizeof *s->planners);
@@ -55,7 +83,7 @@ static int session_setup(tsim_session *s, int ranks, int experts, int ranks_per_
         s->n_planners = i + 1;
         if (!start)
             continue; /* results only (taotsim merge): nothing plans */
-        if ((rc = tsim_planner_start(&s->planners[i], &s->topo, err)))
+        if ((rc = tsim_planner_start(&s->planners[i], &s->ptopo[i], err)))
             goto fail;
         const tsim_planner_desc *d = s->planners[i].desc;
         int w = d->window && d->plan_batch ? d->window(s->planners[i].state) : 1;
@@ -95,6 +123,9 @@ void tsim_session_free(tsim_session *s)
     free(s->home_tokens);
     tsim_plan_free(&s->plan);
     tsim_evaluator_free(&s->ev);
+    for (int i = 0; s->ptopo && i < s->n_ptopo; i++)
+        tsim_topology_free(&s->ptopo[i]);
+    free(s->ptopo);
     tsim_topology_free(&s->topo);
     memset(s, 0, sizeof *s);
 }
@@ -200,6 +231,7 @@ static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan 
     tsim_metrics m;
     tsim_previous_placements *pp = &s->previous[i];
     const int32_t *previous = tsim_previous_placement(pp, s->topo.experts, rec->layer);
+    s->ev.topo = &s->ptopo[i]; /* checked against its own K */
     int rc = tsim_evaluate_placed(&s->ev, rec, plan, previous, s->lambda_eval, p->label, &m, err);
     if (rc) {
         /* a plan from outside taotsim that breaks a rule is bad input, not a bug */
@@ -251,7 +283,7 @@ static int queue_alloc(tsim_session *s, tsim_error *err)
     s->batch_ns = calloc((size_t)n, sizeof *s->batch_ns);
     if (!s->queue || !s->queue_ptrs || !s->batch_plans || !s->batch_ns)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the pipeline");
-    const int R = s->topo.ranks, slots = s->topo.slots > 0 ? s->topo.slots : 1;
+    const int R = s->topo.ranks, slots = s->max_slots > 0 ? s->max_slots : 1;
     for (int k = 0; k < W; k++) {
         if (tsim_record_alloc(&s->queue[k], R, s->topo.experts, err))
             return TSIM_E_INTERNAL;

@@ -70,8 +70,15 @@ typedef int (*tsim_plan_hook)(void *ctx, struct tsim_session *s, int planner, co
                               tsim_plan *plan, const tsim_metrics *m, tsim_error *err);
 
 typedef struct tsim_session {
-    tsim_topology topo;
-    tsim_evaluator ev;
+    tsim_topology topo;           /* the command's (its slots: the command's --slots) */
+    /* Each planner's own topology: topo with that planner's slot budget K
+     * (tsim_planner_slots), which it plans with and is checked against. */
+    tsim_topology *ptopo;         /* [n_planners] */
+    int n_ptopo;                  /* set up so far */
+    const tsim_topology *eval_topo; /* the topology with the largest K (evaluator scratch) */
+    int max_slots;                /* the largest K of any planner (buffers) */
+    bool slots_differ;            /* the planners' K are not all the same */
+    tsim_evaluator ev;            /* sized for max_slots; ev.topo set per planner */
     tsim_plan plan;
     int n_planners;
     tsim_planner *planners;       /* owned copies */

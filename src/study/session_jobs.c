@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "merge.h"
 
 /* Records in flight per thread: enough for plan_batch windows and to keep
  * every thread busy, small enough that memory stays flat. */
@@ -140,7 +141,7 @@ static jobs_chain *chain_new(tsim_session_jobs *j, int p, int64_t layer, tsim_er
         return c;
     }
     c->inst.state = NULL;
-    if (tsim_planner_start(&c->inst, &j->s->topo, err)) {
+    if (tsim_planner_start(&c->inst, &j->s->ptopo[p], err)) {
         free(c);
         return NULL;
     }
@@ -191,6 +192,7 @@ static int score_task(tsim_session_jobs *j, jobs_worker *w, jobs_slot *sl, int p
     tsim_plan *plan = &sl->plans[p];
     const int32_t *previous = tsim_previous_placement(pp, j->E, sl->rec.layer);
     tsim_metrics *m = &sl->m[p];
+    w->ev.topo = &s->ptopo[p]; /* checked against its own K */
     int rc = tsim_evaluate_placed(&w->ev, &sl->rec, plan, previous, s->lambda_eval, planner->label, m, err);
     if (rc) {
         if (planner->desc->external)
@@ -202,7 +204,7 @@ static int score_task(tsim_session_jobs *j, jobs_worker *w, jobs_slot *sl, int p
         /* its previous placement per layer would depend on which thread
          * planned the layer's previous record */
         return tsim_error_set(err, TSIM_E_INTERNAL,
-                              "planner '%s' re-homes experts but keeps no per-layer memory (no prime): "
+                              "planner '%s' re-homes experts but declares itself stateless: "
                               "it cannot run with -j above 1",
                               planner->label);
     if ((rc = tsim_previous_placement_update(pp, j->E, sl->rec.layer, plan, previous, s->topo.home, err)))
@@ -495,7 +497,7 @@ static int worker_init(tsim_session_jobs *j, jobs_worker *w, int id, tsim_error 
     if (!w->free_inst || !w->previous || !w->home_tokens || !w->batch_recs || !w->batch_plans || !w->batch_slots ||
         !w->batch_scratch)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for -j");
-    int rc = tsim_evaluator_init(&w->ev, &s->topo, err);
+    int rc = tsim_evaluator_init(&w->ev, s->eval_topo, err); /* sized for the largest K */
     if (rc)
         return rc;
     w->ev_ready = true;
@@ -508,7 +510,7 @@ static int worker_init(tsim_session_jobs *j, jobs_worker *w, int id, tsim_error 
         }
         w->free_inst[p] = s->planners[p];
         w->free_inst[p].state = NULL;
-        if ((rc = tsim_planner_start(&w->free_inst[p], &s->topo, err))) {
+        if ((rc = tsim_planner_start(&w->free_inst[p], &s->ptopo[p], err))) {
             w->free_inst[p].desc = NULL;
             return rc;
         }
@@ -615,9 +617,10 @@ int tsim_session_jobs_start(tsim_session_jobs **out, tsim_session *s, int worker
     }
     for (int p = 0; p < j->P; p++) {
         const tsim_planner_desc *d = s->planners[p].desc;
-        j->kind[p] = d->external ? KIND_SERIAL : d->prime ? KIND_LAYER : KIND_FREE;
+        const tsim_planner_memory memory = tsim_planner_memory_of(d);
+        j->kind[p] = memory == TSIM_MEMORY_ALL ? KIND_SERIAL : memory == TSIM_MEMORY_LAYER ? KIND_LAYER : KIND_FREE;
     }
-    const int slots = s->topo.slots > 0 ? s->topo.slots : 1;
+    const int slots = s->max_slots > 0 ? s->max_slots : 1;
     int rc = TSIM_OK;
     for (int q = 0; q < j->cap && rc == TSIM_OK; q++) {
         jobs_slot *sl = &j->slots[q];

@@ -40,6 +40,37 @@ static int read_placement(const cJSON *arr, int R, int E, int32_t *out)
     return 0;
 }
 
+/* A JSON array of rows, each of cols numbers in [lo, hi], into a new array
+ * of *rows * cols values (rows: the array's length, or must_rows when > 0).
+ * -1 on a bad shape or value, -2 out of memory. */
+static int read_rows(const cJSON *arr, int must_rows, int cols, double lo, double hi, int64_t **out, int *rows)
+{
+    *out = NULL;
+    if (!cJSON_IsArray(arr))
+        return -1;
+    const int n = cJSON_GetArraySize(arr);
+    if ((must_rows > 0 && n != must_rows) || n < 1)
+        return -1;
+    if (!(*out = malloc(sizeof **out * (size_t)n * (size_t)cols)))
+        return -2;
+    size_t k = 0;
+    const cJSON *row, *c;
+    cJSON_ArrayForEach(row, arr)
+    {
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != cols)
+            return -1;
+        cJSON_ArrayForEach(c, row)
+        {
+            if (!cJSON_IsNumber(c) || c->valuedouble < lo || c->valuedouble > hi ||
+                c->valuedouble != (double)(int64_t)c->valuedouble)
+                return -1;
+            (*out)[k++] = (int64_t)c->valuedouble;
+        }
+    }
+    *rows = n;
+    return 0;
+}
+
 #define BAD(...)                                                          \
     do {                                                                  \
         tsim_error_set(err, TSIM_E_INPUT, __VA_ARGS__);                   \
@@ -62,17 +93,26 @@ static int option_text(const cJSON *it, char *buf, size_t n)
     return 0;
 }
 
-static int set_planner_option(tsim_vector *v, const cJSON *opts, const char *key, const char *cli_name,
+/* One option of the vector's planner (or lambda_plan) from its JSON key. A
+ * flag takes true or false; everything else goes through the CLI's parser. */
+static int set_planner_option(const cJSON *opts, const char *key, const tsim_option_spec *spec, void *block,
                               tsim_error *err)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(opts, key);
     if (!it)
         return TSIM_OK;
+    if (spec->type == TSIM_OPTION_CLEAR) {
+        if (!cJSON_IsBool(it))
+            return tsim_error_set(err, TSIM_E_INPUT, "options.%s: expected true or false", key);
+        *(bool *)((char *)block + spec->offset) = cJSON_IsTrue(it);
+        return TSIM_OK;
+    }
     char text[128];
-    bool known;
-    if (option_text(it, text, sizeof text) != 0)
+    if (cJSON_IsBool(it) && spec->type == TSIM_OPTION_CHOICE && strcmp(spec->choices, "off|on") == 0)
+        snprintf(text, sizeof text, "%s", cJSON_IsTrue(it) ? "on" : "off"); /* an on|off option as a bool */
+    else if (option_text(it, text, sizeof text) != 0)
         return tsim_error_set(err, TSIM_E_INPUT, "options.%s: expected a number or a string", key);
-    if (tsim_planner_options_set(&v->opts, cli_name, text, &known, err)) {
+    if (tsim_option_apply(spec, block, text, err)) {
         tsim_error_prefix(err, "options.%s", key);
         return TSIM_E_INPUT;
     }
@@ -91,32 +131,49 @@ static int set_int_option(const cJSON *opts, const char *key, int lo, int hi, in
     return tsim_parse_int(text, lo, hi, out, what, err);
 }
 
+/* The vector's options object, read by walking its planner's option table
+ * under the keys JSON results record them with (tsim_option_key). */
 static int apply_options(tsim_vector *v, const cJSON *opts, tsim_error *err)
 {
     int rc;
     if ((rc = set_int_option(opts, "slots", 0, 1024, &v->slots, err)) ||
-        (rc = set_int_option(opts, "ranks_per_node", 1, TSIM_MAX_RANKS, &v->ranks_per_node, err)))
+        (rc = set_int_option(opts, "ranks_per_node", 1, TSIM_MAX_RANKS, &v->ranks_per_node, err)) ||
+        (rc = set_planner_option(opts, "lambda_plan", &tsim_planner_common_options[0], &v->opts.common, err)))
         return rc;
-    /* vector key -> the planner option it stands for */
-    static const char *const keys[][2] = {
-        {"lambda_plan", "lambda-plan"}, {"iters", "taot-iters"},       {"phase3", "taot-phase3"},
-        {"self_bonus", "taot-self-bonus"}, {"auction_rounds", "taot-auction-rounds"}, {"alpha", "llep-alpha"},
-        {"min_chunk", "llep-min-chunk"}, {"threshold", "llep-threshold"}, {"graph", "lplb-graph"},
-        {"solver", "lplb-solver"},     {"rehome", "lplb-rehome"},     {"groups", "eplb-groups"},
-        {"interval", "eplb-interval"},
-    };
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
-        if ((rc = set_planner_option(v, opts, keys[k][0], keys[k][1], err)))
+    const tsim_planner_desc *d = tsim_planner_find(v->planner);
+    void *block = d ? tsim_planner_options_own(&v->opts, d) : NULL;
+    for (const tsim_option_spec *o = block ? d->options : NULL; o && o->name; o++) {
+        char key[64];
+        tsim_option_key(d->name, o, key, sizeof key);
+        if ((rc = set_planner_option(opts, key, o, block, err)))
             return rc;
-    /* "history" belongs to the vector's planner: eplb's or lplb's. */
-    const bool eplb = strcmp(v->planner, "eplb") == 0;
-    if ((rc = set_planner_option(v, opts, "history", eplb ? "eplb-history" : "lplb-history", err)))
-        return rc;
-    const cJSON *it;
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "flow_hint")) && cJSON_IsBool(it))
-        v->opts.taot.flow_hint = cJSON_IsTrue(it);
-    if ((it = cJSON_GetObjectItemCaseSensitive(opts, "comm_cost")) && cJSON_IsBool(it))
-        v->opts.taot.comm_cost = cJSON_IsTrue(it);
+    }
+    return TSIM_OK;
+}
+
+/* prev_window (rows of E counts) and prev_layout (R rows of E/R + K experts). */
+static int read_history_rows(tsim_vector *v, const char *path, int R, int E, tsim_error *err)
+{
+    const cJSON *win = cJSON_GetObjectItemCaseSensitive(v->root, "prev_window");
+    int rc = win ? read_rows(win, 0, E, 0, (double)TSIM_MAX_COUNT * R, &v->prev_window, &v->prev_window_rows) : 0;
+    if (rc == -1)
+        BAD("\"prev_window\" must be rows of %d counts", E);
+    const cJSON *lay = cJSON_GetObjectItemCaseSensitive(v->root, "prev_layout");
+    int64_t *layout = NULL;
+    int rows = 0;
+    const int S = E / R + v->slots;
+    if (rc == 0 && lay && (rc = read_rows(lay, R, S, 0, E - 1, &layout, &rows)) == -1) {
+        free(layout);
+        BAD("\"prev_layout\" must be %d rows of %d experts in 0..%d", R, S, E - 1);
+    }
+    if (rc == 0 && layout && (v->prev_layout = malloc(sizeof *v->prev_layout * (size_t)R * (size_t)S)))
+        for (size_t k = 0; k < (size_t)R * (size_t)S; k++)
+            v->prev_layout[k] = (int32_t)layout[k];
+    free(layout);
+    if (rc == -2 || (lay && !v->prev_layout)) {
+        tsim_vector_free(v);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
     return TSIM_OK;
 }
 
@@ -201,6 +258,10 @@ int tsim_vector_load(tsim_vector *v, const char *path, tsim_error *err)
             BAD("\"prev_placement\" must have %d ranks in 0..%d", E, R - 1);
     }
 
+    int hrc = read_history_rows(v, path, R, E, err);
+    if (hrc)
+        return hrc;
+
     const cJSON *expect = cJSON_GetObjectItemCaseSensitive(v->root, "expect");
     if (!cJSON_IsObject(expect))
         return TSIM_OK;
@@ -280,89 +341,76 @@ void tsim_vector_free(tsim_vector *v)
     free(v->loads_after);
     free(v->prev_expert_counts);
     free(v->prev_placement);
+    free(v->prev_window);
+    free(v->prev_layout);
     cJSON_Delete(v->root);
     memset(v, 0, sizeof *v);
 }
 
-/* An option's key in the options object: "taot-auction-rounds" ->
- * "auction_rounds", "taot-no-flow-hint" -> "flow_hint" (the flag's bool). */
-static void option_key(const char *name, const char *planner, bool flag, char *key, size_t n)
-{
-    size_t plen = strlen(planner);
-    if (strncmp(name, planner, plen) == 0 && name[plen] == '-')
-        name += plen + 1;
-    if (flag && strncmp(name, "no-", 3) == 0)
-        name += 3;
-    snprintf(key, n, "%s", name);
-    for (char *p = key; *p; p++)
-        if (*p == '-')
-            *p = '_';
-}
+typedef struct {
+    cJSON *json;
+    bool as_text; /* an external planner's options: their text */
+} options_out;
 
-/* One option's value, read through its table entry. */
-static cJSON *option_value(const tsim_option_spec *spec, const tsim_planner_options *o)
+static void add_option(const tsim_option_value *v, void *ctx)
 {
-    const void *at = (const char *)o + spec->offset;
-    switch (spec->type) {
+    const options_out *out = ctx;
+    cJSON *json = out->json;
+    if (v->spec->not_recorded)
+        return;
+    switch (out->as_text && !v->common ? TSIM_OPTION_STRING : v->spec->type) {
     case TSIM_OPTION_DOUBLE:
-        return cJSON_CreateNumber(*(const double *)at);
+        cJSON_AddNumberToObject(json, v->key, *(const double *)v->value);
+        break;
     case TSIM_OPTION_INT:
-        return cJSON_CreateNumber(*(const int *)at);
+        cJSON_AddNumberToObject(json, v->key, *(const int *)v->value);
+        break;
     case TSIM_OPTION_INT64:
-        return cJSON_CreateNumber((double)*(const int64_t *)at);
-    case TSIM_OPTION_CHOICE: {
-        const char *c = spec->choices;
-        for (int k = *(const int *)at; k > 0 && c; k--)
-            c = (c = strchr(c, '|')) ? c + 1 : NULL;
-        char text[64];
-        snprintf(text, sizeof text, "%.*s", c ? (int)strcspn(c, "|") : 0, c ? c : "");
-        return cJSON_CreateString(text);
-    }
-    case TSIM_OPTION_STRING: {
-        char text[256];
-        snprintf(text, sizeof text, "%.*s", (int)strnlen(at, spec->size), (const char *)at);
-        return cJSON_CreateString(text);
-    }
+        cJSON_AddNumberToObject(json, v->key, (double)*(const int64_t *)v->value);
+        break;
     case TSIM_OPTION_CLEAR:
-        return cJSON_CreateBool(*(const bool *)at);
+        cJSON_AddBoolToObject(json, v->key, *(const bool *)v->value);
+        break;
+    case TSIM_OPTION_CHOICE:
+    case TSIM_OPTION_STRING: {
+        char text[128];
+        tsim_option_value_text(v, text, sizeof text);
+        cJSON_AddStringToObject(json, v->key, text);
+        break;
     }
-    return cJSON_CreateNull();
+    }
 }
 
-/* Walks the planner's own option table, so every planner's options are
- * recorded, a new one's included, without a list to keep in step here. */
-cJSON *tsim_vector_options_json(const tsim_planner_desc *desc, int slots, int ranks_per_node,
-                                const tsim_planner_options *o)
+cJSON *tsim_vector_options_json(const tsim_planner *p, int slots, int ranks_per_node)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "slots", slots);
     cJSON_AddNumberToObject(j, "ranks_per_node", ranks_per_node);
-    char key[128];
-    for (const tsim_option_spec *s = tsim_planner_common_options; s->name; s++) {
-        option_key(s->name, "", s->type == TSIM_OPTION_CLEAR, key, sizeof key);
-        cJSON_AddItemToObject(j, key, option_value(s, o));
-    }
-    for (const tsim_option_spec *s = desc->options; s && s->name; s++) {
-        option_key(s->name, desc->name, s->type == TSIM_OPTION_CLEAR, key, sizeof key);
-        /* Where a planner runs is no setting of its plans, which are the same
-         * on every device (the GPU parity tests): plans dumped on a GPU and
-         * on the CPU stay byte-identical. */
-        if (strcmp(key, "device") != 0)
-            cJSON_AddItemToObject(j, key, option_value(s, o));
-    }
-    const char *given;
-    char value[1024];
-    for (int i = 0; desc->given_option && desc->given_option(o, i, &given, value, sizeof value); i++)
-        cJSON_AddItemToObject(j, given, cJSON_CreateString(value));
+    options_out out = {.json = j, .as_text = p->desc->external};
+    tsim_planner_options_each(p, add_option, &out);
     return j;
 }
 
 int tsim_vector_run(tsim_session *s, const tsim_vector *v, tsim_error *err)
 {
     const int64_t layer = v->record.layer;
-    const bool seeded = v->prev_expert_counts || v->prev_placement;
+    const bool seeded = v->prev_expert_counts || v->prev_placement || v->prev_window || v->prev_layout;
     for (int i = 0; seeded && i < s->n_planners; i++) {
         tsim_planner *p = &s->planners[i];
+        if ((v->prev_window || v->prev_layout) && !p->desc->prime_window)
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "planner '%s' keeps no window of records, so it cannot take the vector's "
+                                  "prev_window or prev_layout",
+                                  p->label);
+        if (p->desc->prime_window && !v->prev_expert_counts) {
+            int rc = p->desc->prime_window(p->state, layer, v->prev_window, v->prev_window ? v->prev_window_rows : 0,
+                                           v->prev_layout, v->prev_placement, err);
+            if (!rc && v->prev_placement)
+                rc = tsim_session_set_previous(s, i, layer, v->prev_placement, err);
+            if (rc)
+                return rc;
+            continue;
+        }
         if (!p->desc->prime)
             return tsim_error_set(err, TSIM_E_INPUT,
                                   "planner '%s' keeps no history, so it cannot take the vector's prev_expert_counts "

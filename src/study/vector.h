@@ -13,6 +13,7 @@
 #include "evaluate.h"
 #include "plan.h"
 #include "planner.h"
+#include "registry.h"
 #include "record.h"
 #include "session.h"
 #include "topology.h"
@@ -37,6 +38,12 @@ typedef struct {
      * absent. expect.placement goes into expect's plan. */
     int64_t *prev_expert_counts; /* [E] */
     int32_t *prev_placement;     /* [E] */
+    /* Planners whose history is a window and a layout (trtllm, swift): the
+     * layer's earlier counts per expert, oldest first, and the layout in
+     * force (R rows of E/R + K experts); NULL when absent. */
+    int64_t *prev_window;        /* [prev_window_rows * E] */
+    int prev_window_rows;
+    int32_t *prev_layout;        /* [R * (E/R + K)] */
     bool has_rehomed;            /* expect gives rehomed_intra and rehomed_inter */
     int64_t rehomed_intra, rehomed_inter;
     struct cJSON *root;          /* the whole document (for "check", "notes") */
@@ -51,14 +58,9 @@ void tsim_vector_free(tsim_vector *v);
  * and the session's previous placement for the rehomed counts. */
 int tsim_vector_run(tsim_session *s, const tsim_vector *v, tsim_error *err);
 
-/* The vector's options object for a planner with these settings: slots,
- * ranks_per_node, lambda_plan, then every option of the planner's table
- * (named without the planner's prefix, '-' as '_'; a --NAME-no-X flag as
- * X: true/false; not taot-device, which changes no plan), then what its
- * given_option hook lists (an external
- * planner's own options, as text). */
-struct cJSON *tsim_vector_options_json(const tsim_planner_desc *desc, int slots, int ranks_per_node,
-                                       const tsim_planner_options *o);
+/* The options object of configured planner p (JSON results, partials,
+ * --dump-plans): slots, ranks_per_node, then every option its table lists. */
+struct cJSON *tsim_vector_options_json(const tsim_planner *p, int slots, int ranks_per_node);
 
 /* One plan as a vector object: name, source "taotsim", planner, options,
  * counts, and "got" {replicas, alloc, loads_after, rho_before, rho_after, intra,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "evaluate.h"
+#include "../test_options.h"
 #include "fuzz_common.h"
 #include "planner.h"
 #include "registry.h"
@@ -89,26 +90,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tsim_planner_options opts;
     tsim_planner_options_default(&opts);
     static const double lambdas[4] = {3.0, 1.0, 1e-9, 1e9}; /* the default, then the CLI's range */
-    opts.lambda_plan = lambdas[((flags >> 1) & 1) | ((flags >> 12) & 2)];
-    opts.taot.phase3 = (flags & 4) ? TSIM_TAOT_SPLIT : TSIM_TAOT_AUCTION;
-    opts.taot.flow_hint = !(flags & 8);
-    opts.taot.comm_cost = !(flags & 16);
-    opts.taot.self_bonus = (flags & 32) ? ((flags & 0x4000) ? -1e6 : 0.5) : 0.0;
-    opts.taot.iters = (flags & 0x8000) ? 0 : 50;
-    opts.llep.min_chunk = (flags & 64) ? 1 : 1024;
-    opts.llep.alpha = (flags & 128) ? 1.5 : 1.0;
-    opts.llep.threshold = (flags & 256) ? 1.3 : 0.0;
-    opts.lplb.solver = (flags & 512) ? TSIM_LPLB_EXACT : TSIM_LPLB_IPM;
-    opts.lplb.history = (int)((flags >> 10) % 3);
-    opts.fastermoe.model_us = (flags & 0x2000) ? 0.0 : 380.0; /* 0: shadow every strict gap */
-    opts.optimal.node_limit = 50; /* the MIP must not eat the fuzzer's time */
+    opts.common.lambda_plan = lambdas[((flags >> 1) & 1) | ((flags >> 12) & 2)];
+    TSIM_OPTS(opts, taot)->phase3 = (flags & 4) ? TSIM_TAOT_SPLIT : TSIM_TAOT_AUCTION;
+    TSIM_OPTS(opts, taot)->flow_hint = !(flags & 8);
+    TSIM_OPTS(opts, taot)->comm_cost = !(flags & 16);
+    TSIM_OPTS(opts, taot)->self_bonus = (flags & 32) ? ((flags & 0x4000) ? -1e6 : 0.5) : 0.0;
+    TSIM_OPTS(opts, taot)->iters = (flags & 0x8000) ? 0 : 50;
+    TSIM_OPTS(opts, llep)->min_chunk = (flags & 64) ? 1 : 1024;
+    TSIM_OPTS(opts, llep)->alpha = (flags & 128) ? 1.5 : 1.0;
+    TSIM_OPTS(opts, llep)->threshold = (flags & 256) ? 1.3 : 0.0;
+    TSIM_OPTS(opts, lplb)->solver = (flags & 512) ? TSIM_LPLB_EXACT : TSIM_LPLB_IPM;
+    TSIM_OPTS(opts, lplb)->history = (int)((flags >> 10) % 3);
+    TSIM_OPTS(opts, fastermoe)->model_us = (flags & 0x2000) ? 0.0 : 380.0; /* 0: shadow every strict gap */
+    TSIM_OPTS(opts, optimal)->node_limit = 50; /* the MIP must not eat the fuzzer's time */
 
     for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++) {
-        /* the MIP yardstick is for small shapes; larger ones only cost fuzzing time */
-        if (strcmp((*d)->name, "optimal") == 0 && E * (R - 1) > 64)
+        /* expensive planners (the MIP yardstick) are for small shapes; larger
+         * ones only cost fuzzing time */
+        if ((*d)->cost == TSIM_COST_EXPENSIVE && E * (R - 1) > 64)
             continue;
-        tsim_planner p = {.desc = *d, .opts = opts};
-        snprintf(p.label, sizeof p.label, "%s", (*d)->name);
+        tsim_planner p;
+        tsim_planner_configure(&p, *d, NULL, &opts);
         tsim_session s;
         int rc = tsim_session_init(&s, R, E, rpn, K, home, &p, 1, 3.0, &err);
         if (rc) {

@@ -16,9 +16,11 @@ typedef struct {
     int64_t *native_load;       /* [R] */
 } greedy_state;
 
-static int greedy_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int greedy_init(void **state, const tsim_topology *topo, const tsim_planner_common *common, const void *own,
+                       tsim_error *err)
 {
-    (void)opts;
+    (void)common;
+    (void)own;
     greedy_state *g = calloc(1, sizeof *g);
     if (g) {
         g->tokens_per_expert = malloc(sizeof *g->tokens_per_expert * (size_t)topo->experts);
@@ -82,6 +84,7 @@ static void greedy_free(void *state)
 
 const tsim_planner_desc tsim_planner_greedy = {
     .name = "greedy",
+    .source = "a test planner (tests/planners/greedy.c)",
     .summary = "test only: hottest expert of the hottest rank to the coldest rank, half the tokens",
     .init = greedy_init,
     .plan = greedy_plan,

@@ -11,9 +11,11 @@ typedef struct {
     int64_t calls; /* plan calls of this instance */
 } invalid_state;
 
-static int invalid_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int invalid_init(void **state, const tsim_topology *topo, const tsim_planner_common *opts, const void *own,
+                       tsim_error *err)
 {
     (void)opts;
+    (void)own;
     invalid_state *s = calloc(1, sizeof *s);
     if (!s)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
@@ -53,6 +55,7 @@ static int home_replica_plan(void *state, const tsim_record *rec, tsim_plan *out
 
 const tsim_planner_desc tsim_invalid_home_replica = {
     .name = "invalid-home-replica",
+    .source = "a deliberately invalid test planner (tests/planners/invalid_planners.c)",
     .summary = "a replica on its expert's home rank",
     .init = invalid_init,
     .plan = home_replica_plan,
@@ -60,16 +63,19 @@ const tsim_planner_desc tsim_invalid_home_replica = {
 };
 
 /* Refuses every shape: the property suite must not count that as a pass. */
-static int refuse_init(void **state, const tsim_topology *topo, const tsim_planner_options *opts, tsim_error *err)
+static int refuse_init(void **state, const tsim_topology *topo, const tsim_planner_common *opts, const void *own,
+                       tsim_error *err)
 {
     (void)state;
     (void)topo;
     (void)opts;
+    (void)own;
     return tsim_error_set(err, TSIM_E_INPUT, "this planner takes no shape at all");
 }
 
 const tsim_planner_desc tsim_invalid_refuses_all = {
     .name = "invalid-refuses-all",
+    .source = "a deliberately invalid test planner (tests/planners/invalid_planners.c)",
     .summary = "refuses every topology",
     .init = refuse_init,
     .plan = home_replica_plan,
@@ -90,6 +96,7 @@ static int nondeterministic_plan(void *state, const tsim_record *rec, tsim_plan 
 
 const tsim_planner_desc tsim_invalid_nondeterministic = {
     .name = "invalid-nondeterministic",
+    .source = "a deliberately invalid test planner (tests/planners/invalid_planners.c)",
     .summary = "plans depend on earlier runs",
     .init = invalid_init,
     .plan = nondeterministic_plan,
@@ -111,6 +118,7 @@ static int hidden_state_plan(void *state, const tsim_record *rec, tsim_plan *out
 
 const tsim_planner_desc tsim_invalid_hidden_state = {
     .name = "invalid-hidden-state",
+    .source = "a deliberately invalid test planner (tests/planners/invalid_planners.c)",
     .summary = "keeps undeclared state across records",
     .init = invalid_init,
     .plan = hidden_state_plan,

@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners none,echo,fastermoe,o=optimal:--optimal-mu=0.01,l=lplb:--lplb-rehome=eplb,taot --taot-iters 7 --format json | tr -d '\t\n' | grep -o '"planner":"[^"]*","algorithm":"[^"]*","options":{[^}]*}'

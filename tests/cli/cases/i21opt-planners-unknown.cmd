@@ -1,0 +1,1 @@
+$TAOTSIM planners nosuch

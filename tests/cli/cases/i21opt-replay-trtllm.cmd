@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/ep32-imb50.jsonl.gz --planners trtllm,trtllm-oracle=trtllm:--trtllm-history=oracle --dump-plans $TMP/plans.jsonl && wc -l < $TMP/plans.jsonl && head -n 1 $TMP/plans.jsonl | grep -o "\"options\":{[^}]*}\|\"rehomed_intra\":[0-9]*,\"rehomed_inter\":[0-9]*"

@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/ep16-imb50.jsonl.gz --planners taot,moonep,e4=echo:--slots=4 && $TAOTSIM replay traces/ep16-imb50.jsonl.gz --planners taot,moonep,e4=echo:--slots=4 --format json | grep "\"planner\"\|\"slots\""
