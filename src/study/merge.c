@@ -405,6 +405,8 @@ static cJSON *row_json(const tsim_study_row *r)
     cJSON_AddNumberToObject(j, "ep", r->ep);
     cJSON_AddItemToObject(j, "imbalance", num(r->imbalance));
     cJSON_AddNumberToObject(j, "slots", r->slots);
+    if (r->planner_slots > 0)
+        cJSON_AddNumberToObject(j, "planner_slots", r->planner_slots);
     cJSON_AddItemToObject(j, "lambda_plan", num(r->lambda_plan));
     cJSON_AddItemToObject(j, "lambda_eval", num(r->lambda_eval));
     cJSON_AddNumberToObject(j, "flow_hint", r->flow_hint);
@@ -993,6 +995,9 @@ static int row_from_json(const cJSON *j, tsim_study_row *r)
         if (!r->axis)
             return -1;
     }
+    const cJSON *own_slots = item(j, "planner_slots");
+    if (own_slots && (!get_int(own_slots, &r->planner_slots) || r->planner_slots < 1))
+        return -1;
     r->ep = ep;
     r->slots = slots;
     r->flow_hint = flow;

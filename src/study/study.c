@@ -58,6 +58,8 @@ void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int
     snprintf(row->method, sizeof row->method, "%s", s->planners[planner].desc->name);
     row->ok = true;
     row->records = s->results[planner].records;
+    const int k = s->ptopo && planner < s->n_ptopo ? s->ptopo[planner].slots : s->topo.slots;
+    row->planner_slots = k != s->topo.slots ? k : 0;
     for (int m = 0; m < TSIM_M_COUNT; m++) {
         row->metric_on[m] = tsim_session_metric_on(s, m);
         row->metrics[m] = tsim_session_summary(s, planner, (tsim_metric_id)m);
@@ -187,6 +189,8 @@ cJSON *tsim_study_json(const tsim_study *s)
             cJSON_AddNumberToObject(j, "imbalance", r->imbalance);
         if (r->slots >= 0)
             cJSON_AddNumberToObject(j, "slots", r->slots);
+        if (r->planner_slots > 0) /* only where the planner's own K differs */
+            cJSON_AddNumberToObject(j, "planner_slots", r->planner_slots);
         if (!isnan(r->lambda_plan))
             cJSON_AddNumberToObject(j, "lambda_plan", r->lambda_plan);
         if (!isnan(r->lambda_eval))

@@ -22,6 +22,9 @@ typedef struct {
     int ep;
     double imbalance;     /* target initial imbalance (fraction) */
     int slots;
+    /* The slot budget K the planner ran at, when its own rule gives another
+     * than `slots` (MoonEP's E/R); 0: it ran at `slots`. */
+    int planner_slots;
     double lambda_plan, lambda_eval;
     int flow_hint, comm_cost; /* ablation: 0/1 */
     char key[64];         /* --fail-if prefix, e.g. "ep16.imb70" */

@@ -116,6 +116,30 @@ static void print_notes(FILE *out, const tsim_study *s)
     }
 }
 
+/* Planners whose own rule sets another slot budget than the study's (MoonEP
+ * runs at E/R): named once each with their K, since the table compares them
+ * with planners at the study's K. */
+static void print_slot_budgets(FILE *out, const tsim_study *s)
+{
+    bool any = false;
+    for (int i = 0; i < s->n; i++) {
+        const tsim_study_row *r = &s->rows[i];
+        if (!r->ok || r->planner_slots == 0)
+            continue;
+        bool seen = false;
+        for (int k = 0; k < i && !seen; k++)
+            seen = s->rows[k].ok && s->rows[k].planner_slots == r->planner_slots &&
+                   strcmp(s->rows[k].planner, r->planner) == 0 && s->rows[k].ep == r->ep;
+        if (seen)
+            continue;
+        fprintf(out, "%s%s at EP%d: K = %d", any ? "; " : "\nSlot budget per planner (the others run at the study's K): ",
+                r->planner, r->ep, r->planner_slots);
+        any = true;
+    }
+    if (any)
+        fputs(".\n", out);
+}
+
 static int print_csv(FILE *out, const tsim_study *s)
 {
     fputs("study,key,axis,ep,imbalance,slots,lambda_plan,lambda_eval,flow_hint,comm_cost,planner,metric,mean,std,"
@@ -534,6 +558,8 @@ int tsim_study_print(FILE *out, const tsim_study *s, tsim_format fmt, bool show_
             fputs("\nNotes:\n", out);
             print_notes(out, s);
         }
+        if (rc == 0)
+            print_slot_budgets(out, s);
     }
     return rc ? tsim_error_set(err, TSIM_E_INTERNAL, "out of memory while printing") : TSIM_OK;
 }
