@@ -525,6 +525,46 @@ typedef struct {
     tsim_error *err;
 } study;
 
+/* Appends the planners that ran at a slot budget of their own (a study row's
+ * planner_slots, MoonEP's E/R) to buf: " (moonep K = 8/4)", each K once. */
+static void own_slot_budgets(const study *s, char *buf, size_t n)
+{
+    const cJSON *rows = field(s->root, "results"), *r, *q;
+    bool any = false;
+    int i = 0;
+    cJSON_ArrayForEach(r, rows) {
+        const cJSON *label = field(r, "planner"), *k = field(r, "planner_slots");
+        i++;
+        if (!cJSON_IsString(label) || !cJSON_IsNumber(k))
+            continue;
+        /* first row of this planner with this K */
+        bool seen = false, same_planner = false;
+        int j = 0;
+        cJSON_ArrayForEach(q, rows) {
+            if (++j >= i)
+                break;
+            const cJSON *ql = field(q, "planner"), *qk = field(q, "planner_slots");
+            if (cJSON_IsString(ql) && cJSON_IsNumber(qk) && strcmp(ql->valuestring, label->valuestring) == 0) {
+                same_planner = true;
+                seen |= qk->valuedouble == k->valuedouble;
+            }
+        }
+        if (seen)
+            continue;
+        size_t used = strlen(buf);
+        if (used + 1 >= n)
+            return;
+        if (same_planner)
+            snprintf(buf + used, n - used, "/%.6g", k->valuedouble);
+        else
+            snprintf(buf + used, n - used, "%s%s K = %.6g", any ? ", " : " (", label->valuestring, k->valuedouble);
+        any = true;
+    }
+    size_t used = strlen(buf);
+    if (any && used + 1 < n)
+        snprintf(buf + used, n - used, ")");
+}
+
 /* What a figure's numbers come from, for its title: the regime, trace or
  * trace folder, and the guest slots per rank, e.g. "regime paper, K = 2";
  * "" when the result says neither. */
@@ -550,6 +590,7 @@ static void study_context(const study *s, char *buf, size_t n)
         snprintf(buf, n, "%s%sK = %.6g", what, what[0] ? ", " : "", slots->valuedouble);
     else
         snprintf(buf, n, "%s", what);
+    own_slot_budgets(s, buf, n);
 }
 
 static void study_free(study *s)

@@ -1,0 +1,1 @@
+$TAOTSIM table1 --traces traces --planners taot,moonep --format json -o $TMP/t.json && $TAOTSIM plot $TMP/t.json -o $TMP/figs --format none > /dev/null && grep -h "^TITLE" $TMP/figs/table1_weighted.gp $TMP/figs/table1_pareto_ep32_imb70.gp
