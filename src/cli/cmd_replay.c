@@ -781,15 +781,53 @@ static int run_one_vector(const char *file, const char *planner_override, FILE *
     return rc;
 }
 
+enum { VOPT_PLANNER = 1, VOPT_OUTPUT, VOPT_EXEC_WINDOW, VOPT_EXEC_TIMEOUT };
+
+static const tsim_cli_option vector_options[] = {
+    {"planner", 0, true, VOPT_PLANNER},
+    {"output", 'o', true, VOPT_OUTPUT},
+    {"exec-window", 0, true, VOPT_EXEC_WINDOW},
+    {"exec-timeout", 0, true, VOPT_EXEC_TIMEOUT},
+    {0},
+};
+
+typedef struct {
+    const char *files[1024];
+    int nfiles;
+    const char *planner, *out_path;
+} vector_args;
+
+static int vector_option(void *ctx, int id, const char *val, tsim_error *err)
+{
+    vector_args *a = ctx;
+    switch (id) {
+    case VOPT_PLANNER:
+        a->planner = val;
+        return TSIM_OK;
+    case VOPT_OUTPUT:
+        a->out_path = val;
+        return TSIM_OK;
+    case VOPT_EXEC_WINDOW:
+        return tsim_external_set_window(val, err);
+    case VOPT_EXEC_TIMEOUT:
+        return tsim_external_set_timeout(val, err);
+    default:
+        return tsim_error_set(err, TSIM_E_INTERNAL, "vector: option %d has no handler", id);
+    }
+}
+
+static int vector_positional(void *ctx, const char *arg, tsim_error *err)
+{
+    vector_args *a = ctx;
+    if (a->nfiles == 1024)
+        return tsim_error_set(err, TSIM_E_INPUT, "at most 1024 files");
+    a->files[a->nfiles++] = arg;
+    return TSIM_OK;
+}
+
 int tsim_cmd_vector(int argc, char **argv)
 {
     const char *cmd = "vector";
-    const char *files[1024];
-    int nfiles = 0;
-    const char *planner = NULL, *out_path = NULL;
-    tsim_argiter it = {argc, argv, 1};
-    const char *name, *inl;
-    int kind;
     tsim_error err = {0};
     /* an external --planner's --LABEL-KEY=VALUE options (external.h) */
     for (int i = 1; i + 1 < argc; i++)
@@ -797,37 +835,19 @@ int tsim_cmd_vector(int argc, char **argv)
             tsim_external_scan_list(argv[i + 1]);
         else if (strncmp(argv[i], "--planner=", 10) == 0)
             tsim_external_scan_list(argv[i] + 10);
-    while ((kind = tsim_arg_next(&it, &name, &inl)) != TSIM_ARG_END) {
-        if (kind == TSIM_ARG_POSITIONAL) {
-            if (nfiles == 1024)
-                return tsim_cli_usage_error(cmd, "at most 1024 files");
-            files[nfiles++] = name;
-            continue;
-        }
-        if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
-            vector_help();
-            return 0;
-        }
-        char text[512];
-        snprintf(text, sizeof text, "--%s%s%s", name, inl ? "=" : "", inl ? inl : "");
-        bool taken = false;
-        if (tsim_external_take_option(text, &taken, &err))
-            return tsim_cli_usage_error(cmd, "%s", err.msg);
-        if (taken)
-            continue;
-        const char *val = tsim_arg_value(&it, inl);
-        if (!val)
-            return tsim_cli_usage_error(cmd, "option '%s' needs a value", name);
-        if (strcmp(name, "planner") == 0)
-            planner = val;
-        else if (strcmp(name, "o") == 0 || strcmp(name, "output") == 0)
-            out_path = val;
-        else if (strcmp(name, "exec-window") == 0 || strcmp(name, "exec-timeout") == 0) {
-            if ((name[5] == 'w' ? tsim_external_set_window : tsim_external_set_timeout)(val, &err))
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-        } else
-            return tsim_cli_usage_error(cmd, "unknown option '--%s'", name);
+    vector_args a = {.nfiles = 0};
+    const tsim_cli_parser parser = {.cmd = cmd, .options = vector_options, .on_option = vector_option,
+                                    .on_positional = vector_positional, .ctx = &a};
+    int parsed = tsim_cli_parse(&parser, argc, argv);
+    if (parsed == TSIM_CLI_HELP) {
+        vector_help();
+        return 0;
     }
+    if (parsed)
+        return parsed;
+    const char *const *files = a.files;
+    const int nfiles = a.nfiles;
+    const char *planner = a.planner, *out_path = a.out_path;
     if (nfiles == 0)
         return tsim_cli_usage_error(cmd, "missing vector FILE");
     tsim_outfile out;
