@@ -203,7 +203,8 @@ int main(int argc, char **argv)
     gsl_set_error_handler_off();
     settings cfg = {.records = 1000, .layers = 6, .seed = 20240611ul, .history = TSIM_LPLB_HISTORY_PREV};
     const char *hist_name = "prev";
-    for (int i = 1; i < argc; i++) {
+    /* options come in pairs: NAME VALUE */
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
             return usage(stdout, 0);
@@ -227,7 +228,6 @@ int main(int argc, char **argv)
                 return usage(stderr, 2);
         } else
             return usage(stderr, 2);
-        i++;
     }
     if (cfg.records < 1 || cfg.layers < 1)
         return usage(stderr, 2);

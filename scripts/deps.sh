@@ -8,5 +8,8 @@ for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; do
 [ -z "$missing" ] && exit 0
 echo "installing:$missing" >&2
 if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
-$sudo apt-get update -qq
-$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+# Another apt or dpkg (unattended upgrades, a second install) may hold the
+# lock: wait for it up to 10 minutes instead of failing at once.
+$sudo apt-get update -qq -o DPkg::Lock::Timeout=600
+# shellcheck disable=SC2086
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=600 $missing >/dev/null

@@ -5,7 +5,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "cli_common.h"
 #include "evaluate.h"
 #include "experiments.h"
 #include "failif.h"
@@ -93,14 +96,19 @@ static int square_job(void *ctx, int i, tsim_error *err)
     return 0;
 }
 
-Test(grid, runs_every_job_and_reports_the_lowest_failure)
+Test(grid, reports_the_lowest_failure_and_starts_nothing_after_it)
 {
-    int out[16] = {0};
-    tsim_error err = {0};
-    cr_assert_eq(tsim_grid_run(16, 4, square_job, NULL, out, &err), TSIM_E_INPUT);
-    cr_assert_str_eq(err.msg, "job 3 failed");
-    cr_assert_eq(out[15], 225);
-    cr_assert_eq(out[2], 4);
+    for (int threads = 1; threads <= 4; threads++) {
+        int out[16] = {0};
+        tsim_error err = {0};
+        cr_assert_eq(tsim_grid_run(16, threads, square_job, NULL, out, &err), TSIM_E_INPUT);
+        cr_assert_str_eq(err.msg, "job 3 failed", "-j %d", threads);
+        cr_assert_eq(out[2], 4, "jobs before the failure ran");
+        /* one thread: nothing after the failure starts (more threads may
+         * have started a few more, which then stand) */
+        for (int i = 4; threads == 1 && i < 16; i++)
+            cr_assert_eq(out[i], 0, "job %d started after job 3 failed", i);
+    }
 }
 
 static char *scaling_json(int threads)
@@ -242,5 +250,68 @@ Test(study_print, table1_footnote_names_the_regime)
     md = print_study(&st, TSIM_FORMAT_MD);
     cr_assert(strstr(md, "Ours: synthetic traces generated from an unnamed regime"), "%s", md);
     free(md);
+    tsim_study_free(&st);
+}
+
+/* --plots DIR is checked before any work (issue 20): a file, a path through
+ * one and a directory that cannot be written are refused. */
+Test(output_dir, files_and_paths_through_files_are_refused)
+{
+    char root[] = "/tmp/tsim-outdir-XXXXXX";
+    cr_assert(mkdtemp(root));
+    char file[256], under[256], fresh[256], deep[256];
+    snprintf(file, sizeof file, "%s/AFILE", root);
+    snprintf(under, sizeof under, "%s/AFILE/sub/deeper", root);
+    snprintf(fresh, sizeof fresh, "%s/figs", root);
+    snprintf(deep, sizeof deep, "%s/a/b/c/", root);
+    FILE *f = fopen(file, "w");
+    cr_assert(f);
+    fclose(f);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_cli_check_output_dir(file, "--plots", &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "exists and is not a directory"), "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir(under, "--plots", &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "AFILE is not a directory"), "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir("", "--plots", &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_cli_check_output_dir(fresh, "--plots", &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir(deep, "--plots", &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir(root, "--plots", &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir(NULL, "--plots", &err), TSIM_OK);
+    cr_assert_eq(access(fresh, F_OK), -1, "the check creates nothing");
+    unlink(file);
+    rmdir(root);
+}
+
+Test(output_dir, read_only_directory_is_refused)
+{
+    if (geteuid() == 0)
+        cr_skip_test("root writes into read-only directories; the path-through-a-file case covers the check");
+    char root[] = "/tmp/tsim-outdir-XXXXXX";
+    cr_assert(mkdtemp(root));
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s/figs", root);
+    cr_assert_eq(chmod(root, 0555), 0);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_cli_check_output_dir(sub, "--plots", &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "cannot write into"), "%s", err.msg);
+    cr_assert_eq(tsim_cli_check_output_dir(root, "--plots", &err), TSIM_E_INPUT);
+    chmod(root, 0755);
+    rmdir(root);
+}
+
+/* Paper values belong to the planner's name, not its label (echo=llep is LLEP). */
+Test(study, paper_values_follow_the_planner_name_not_the_label)
+{
+    tsim_study st = table1_cell(false, NULL);
+    snprintf(st.rows[1].planner, sizeof st.rows[1].planner, "echo");
+    snprintf(st.rows[1].method, sizeof st.rows[1].method, "llep");
+    cJSON *j = tsim_study_json(&st);
+    const cJSON *row = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "results"), 1);
+    const cJSON *paper = cJSON_GetObjectItem(row, "paper");
+    tsim_paper_cell llep;
+    cr_assert(tsim_paper_table1(16, 0.1, "llep", &llep));
+    cr_assert(paper, "echo=llep has LLEP's paper values");
+    cr_assert_float_eq(cJSON_GetObjectItem(paper, "weighted")->valuedouble, llep.weighted, 1e-12);
+    cJSON_Delete(j);
     tsim_study_free(&st);
 }

@@ -428,44 +428,99 @@ Test(failif, long_unary_minus_chain_is_an_error_not_a_crash)
     free(expr);
 }
 
-/* A long flat chain builds a tree as deep as it is long, and the evaluator
- * (and freeing) walk it recursively: 1+1+...+1 with 200,000 terms parsed and
- * then overflowed the stack in the evaluator. The tree's height is bounded
- * at parse time now: the 200th '+' (column 400) makes it 201 deep. */
-Test(failif, long_operator_chains_are_errors_not_crashes)
+/* A flat chain is a loop, not nesting: '1+1+...+1>0' with 200 terms was
+ * refused as "nested too deeply" (and before that bound, 200,000 terms
+ * overflowed the stack in the evaluator). Chains of every binding now
+ * evaluate whatever their length, and are freed without recursion. */
+Test(failif, long_operator_chains_evaluate)
 {
-    char *expr = repeat("1", "+1", 200000, " > 0");
-    expect_too_deep(expr, 400);
-    free(expr);
-    expr = repeat("a", " * a", 250, " > 0");
-    expect_too_deep(expr, 4 * 200 - 1); /* the 200th '*' */
-    free(expr);
-    expr = repeat("a > 1", " && a > 1", 300, "");
-    expect_too_deep(expr, 9 * 199 - 2); /* the 199th '&&': comparisons are 2 deep */
-    free(expr);
-    expr = repeat("a > 1", " || a > 1", 300, "");
-    expect_too_deep(expr, 9 * 199 - 2);
-    free(expr);
-    /* 199 minus signs fit the parser but not the tree: the comparison would
-     * be level 201. */
-    expr = repeat("", "-", 199, "1 > 0");
-    expect_too_deep(expr, 202); /* the '>' */
-    free(expr);
-    /* Just inside: 198 '+' (a 200-deep comparison), evaluated and explained. */
-    expr = repeat("1", "+1", 198, " > 198");
+    char *expr = repeat("1", "+1", 199, ">0"); /* the 200 terms */
     char explain[1024];
     cr_assert(holds(expr, explain, sizeof explain));
-    cr_assert(strstr(explain, "[= 199]") != NULL, "%s", explain);
+    cr_assert(strstr(explain, "[= 200] > 0") != NULL, "%s", explain);
     free(expr);
-    expr = repeat("1", "+1", 199, " > 0");
-    expect_too_deep(expr, 401); /* the '>' after 399 characters and a space */
+    expr = repeat("1", "+1", 200000, " > 200000");
+    cr_assert(holds(expr, explain, sizeof explain));
+    /* Too long for the buffer: the head, " ... ", and the tail with the verdict. */
+    cr_assert_eq(strlen(explain), sizeof explain - 1);
+    cr_assert(strncmp(explain, "1 + 1 + 1", 9) == 0, "%s", explain);
+    cr_assert(strstr(explain, "1 ... ") != NULL || strstr(explain, "+ ... ") != NULL, "%s", explain);
+    const char *verdict = "+ 1 [= 200001] > 200000";
+    cr_assert_str_eq(explain + strlen(explain) - strlen(verdict), verdict);
     free(expr);
-    /* The same through the one-call check the studies use. */
+    expr = repeat("1", "+1", 200000, " > 200001");
+    cr_assert(!holds_quiet(expr));
+    free(expr);
+    expr = repeat("b", " - b", 5000, " == -4999");
+    cr_assert(holds_quiet(expr));
+    free(expr);
+    expr = repeat("a", " * b / b", 250, " == 3");
+    cr_assert(holds_quiet(expr));
+    free(expr);
+    expr = repeat("a > 1", " && a > 1", 300, "");
+    cr_assert(holds_quiet(expr));
+    free(expr);
+    expr = repeat("a > 1", " && a > 1", 300, " && a < 1");
+    cr_assert(!holds_quiet(expr));
+    free(expr);
+    expr = repeat("a < 1", " || a < 1", 300, " || a > 1");
+    cr_assert(holds_quiet(expr));
+    free(expr);
+    /* A chain of products inside a chain of sums, and '&&' inside '||'. */
+    expr = repeat("0", " + a * a * b", 1000, " == 9000");
+    cr_assert(holds_quiet(expr));
+    free(expr);
+    /* Through the one-call check the studies use. */
     tsim_error err = {0};
-    expr = repeat("b", " - b", 5000, " > 0");
-    cr_assert_eq(tsim_failif_check(expr, lookup, NULL, &err), TSIM_E_INPUT);
-    cr_assert(strstr(err.msg, "nested too deeply") != NULL, "%s", err.msg);
+    expr = repeat("b", " + b", 5000, " > 0");
+    cr_assert_eq(tsim_failif_check(expr, lookup, NULL, &err), TSIM_E_CHECK, "%s", err.msg);
     free(expr);
+    /* An error late in a long chain still names its column. */
+    expr = repeat("b", " + b", 300, " / zero > 0");
+    char want[512];
+    snprintf(want, sizeof want, "--fail-if '%.160s...': column %d: division by zero", expr, 1 + 4 * 300 + 2);
+    cr_assert_eq(tsim_failif_check(expr, lookup, NULL, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, want);
+    free(expr);
+}
+
+/* The depth limit still holds for real nesting: unary minus, parentheses
+ * that nest to the right, and a chain whose right operand is nested. */
+Test(failif, nesting_is_still_bounded)
+{
+    /* 199 minus signs fit the parser but not the tree: the comparison would
+     * be level 201. */
+    char *expr = repeat("", "-", 199, "1 > 0");
+    expect_too_deep(expr, 202); /* the '>' */
+    free(expr);
+    expr = repeat("", "-", 198, "1 > 0");
+    cr_assert(holds_quiet(expr));
+    free(expr);
+    /* 1+(1+(1+...)): 300 levels of parentheses. */
+    char *open = repeat("", "1+(", 300, "1");
+    expr = repeat(open, ")", 300, " > 0");
+    expect_too_deep(expr, 3 * 200 + 1); /* the '1' inside the 200th '(' is level 201 */
+    free(open);
+    free(expr);
+    /* A long chain of right operands nested 150 deep each still works: the
+     * chain adds no depth. */
+    open = repeat("", "abs(", 150, "b");
+    char *nested = repeat(open, ")", 150, "");
+    size_t nl = strlen(nested);
+    char *chain = malloc(nl * 400 + 400 * 3 + 16);
+    cr_assert_not_null(chain);
+    size_t at = 0;
+    for (int i = 0; i < 400; i++) {
+        if (i)
+            at += (size_t)sprintf(chain + at, " + ");
+        memcpy(chain + at, nested, nl);
+        at += nl;
+    }
+    strcpy(chain + at, " == 400");
+    cr_assert(holds_quiet(chain));
+    free(open);
+    free(nested);
+    free(chain);
 }
 
 /* Function calls nest like parentheses: abs(abs(...)) past 200 levels is

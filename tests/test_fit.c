@@ -342,6 +342,98 @@ Test(fit, grid_values_are_checked_at_both_ep_sizes)
     cr_assert(strstr(err.msg, "more than"), "%s", err.msg);
 }
 
+/* One record of a cell's trace at a fixed hot fraction, hashed (FNV-1a). */
+static uint64_t cell_trace_hash(const tsim_regime *r, int ep)
+{
+    tsim_gen_params p;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_regime_params(r, ep, &p, &err), TSIM_OK, "%s", err.msg);
+    p.microbatches = 1;
+    p.layers = 1;
+    p.hot_fraction = 0.3;
+    tsim_gen *g = NULL;
+    cr_assert_eq(tsim_gen_open(&g, &p, &err), TSIM_OK, "%s", err.msg);
+    const tsim_record *rec;
+    uint64_t h = UINT64_C(1469598103934665603);
+    while (tsim_gen_next(g, &rec, NULL) == 1) {
+        const unsigned char *b = (const unsigned char *)rec->counts;
+        for (size_t i = 0; i < sizeof *rec->counts * (size_t)p.ep * (size_t)p.experts; i++)
+            h = (h ^ b[i]) * UINT64_C(1099511628211);
+    }
+    tsim_gen_close(g);
+    return h;
+}
+
+/* The default grid had five pairs of regimes (more, counted per cell) that
+ * generated the same traces: a skew over at most k hot experts, or over one
+ * hot expert per rank, did nothing. Every regime of the grid now generates
+ * its own traces at both EP sizes. */
+Test(fit, default_grid_regimes_generate_distinct_traces)
+{
+    tsim_fit_grid g;
+    tsim_fit_grid_default(&g);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_fit_grid_check(&g, &err), TSIM_OK, "%s", err.msg);
+    const int n = tsim_fit_grid_regimes(&g);
+    cr_assert_eq(n, 80, "4 placements x (3 x 2 - 1) hot experts and skews x 2 x 2");
+    tsim_regime *r = calloc((size_t)n, sizeof *r);
+    uint64_t *hash = calloc((size_t)n * 2, sizeof *hash);
+    cr_assert(r && hash);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(tsim_fit_grid_regime(&g, i, &r[i], &err), TSIM_OK, "%s", err.msg);
+        for (int e = 0; e < 2; e++)
+            hash[i * 2 + e] = cell_trace_hash(&r[i], e == 0 ? 16 : 32);
+    }
+    for (int e = 0; e < 2; e++) {
+        const int ep = e == 0 ? 16 : 32;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < i; j++) {
+                char a[200], b[200];
+                tsim_regime_describe(&r[i], a, sizeof a);
+                tsim_regime_describe(&r[j], b, sizeof b);
+                cr_assert_neq(hash[i * 2 + e], hash[j * 2 + e], "EP%d: '%s' and '%s' generate the same trace", ep, a, b);
+                tsim_gen_params pi, pj;
+                cr_assert_eq(tsim_regime_params(&r[i], ep, &pi, &err), TSIM_OK);
+                cr_assert_eq(tsim_regime_params(&r[j], ep, &pj, &err), TSIM_OK);
+                cr_assert_not(tsim_gen_same_records(&pi, &pj), "EP%d: '%s' and '%s'", ep, a, b);
+            }
+    }
+    free(r);
+    free(hash);
+}
+
+/* A skew over one hot expert per rank is left out of a grid; a grid of
+ * nothing else is refused. */
+Test(fit, grid_leaves_out_a_skew_over_one_hot_expert)
+{
+    tsim_fit_grid g = tiny_grid();
+    g.hot_experts[0] = 1;
+    g.hot_experts[1] = 2;
+    g.n_hot_experts = 2;
+    g.skews[0] = 0;
+    g.skews[1] = 1.5;
+    g.n_skews = 2;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_fit_grid_check(&g, &err), TSIM_OK, "%s", err.msg);
+    cr_assert_eq(tsim_fit_grid_regimes(&g), 4 * 3);
+    /* Placement-major, then (hot experts, skew): (1, 0), (2, 0), (2, 1.5). */
+    const int want_m[] = {1, 2, 2};
+    const double want_s[] = {0, 0, 1.5};
+    for (int i = 0; i < 12; i++) {
+        tsim_regime r;
+        cr_assert_eq(tsim_fit_grid_regime(&g, i, &r, &err), TSIM_OK, "%s", err.msg);
+        cr_assert_eq(r.gen.hot_experts, want_m[i % 3]);
+        cr_assert(r.gen.hot_skew == want_s[i % 3]);
+    }
+    g.n_hot_experts = 1;
+    g.skews[0] = 2;
+    g.n_skews = 1;
+    cr_assert_eq(tsim_fit_grid_regimes(&g), 0);
+    cr_assert_eq(tsim_fit_grid_check(&g, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "the grid has no regime: a --hot-skew above 0 needs at least 2 hot experts per hot "
+                              "rank (give --hot-skew 0 too, or --hot-experts 2 or more)");
+}
+
 /* A regime whose base routing alone exceeds a cell's target is infeasible:
  * ranked last with the reason, and the fit goes on. */
 Test(fit, infeasible_regimes_rank_last_with_the_reason)

@@ -927,6 +927,8 @@ Test(gen, calibration_meets_the_target_in_every_mode)
                 cr_assert_eq(tsim_gen_hot_ranks_parse(specs[s], &p, &err), TSIM_OK);
                 p.hot_experts = experts[m];
                 p.hot_skew = skews[k];
+                if (experts[m] == 1 && skews[k] > 0) /* refused: one hot expert per rank has no order */
+                    continue;
                 for (int t = 0; t < 2; t++)
                     expect_calibrated(p, targets[t]);
             }
@@ -934,7 +936,8 @@ Test(gen, calibration_meets_the_target_in_every_mode)
 
 /* Random regimes: rows always sum to T k, picks stay distinct (count <= T),
  * the hot load never reaches an expert outside the hot set when the set has
- * at least k experts, and the same parameters give the same records. */
+ * more than k experts (or k and no skew), and the same parameters give the
+ * same records. */
 Test(gen, random_regimes_keep_the_invariants)
 {
     uint64_t state = 12345;
@@ -973,6 +976,8 @@ Test(gen, random_regimes_keep_the_invariants)
         }
         p.hot_experts = (int)(x / 7 % (uint32_t)(per_rank + 1));
         p.hot_skew = (double)(x / 11 % 4);
+        if (tsim_gen_hot_experts_per_rank(&p) < 2)
+            p.hot_skew = 0.0; /* refused: see skew_needs_two_hot_experts_per_rank */
         tsim_error err = {0};
         cr_assert_eq(tsim_gen_params_check(&p, &err), TSIM_OK, "trial %d: %s", trial, err.msg);
         check_rows(&p);
@@ -983,7 +988,7 @@ Test(gen, random_regimes_keep_the_invariants)
         free(a);
         free(b);
         int m = tsim_gen_hot_rank_list(&p, NULL) * tsim_gen_hot_experts_per_rank(&p);
-        if (m >= p.topk && p.hot_fraction > 0)
+        if ((m > p.topk || (m == p.topk && p.hot_skew == 0)) && p.hot_fraction > 0)
             check_hot_placement(&p, p.hot_fraction, -1);
     }
 }
@@ -1040,8 +1045,11 @@ Test(gen, same_records_matches_the_records)
         double skew;
     } v[] = {
         {"2", 0, 0}, {"0,1", 0, 0}, {"0,1", 8, 0}, {"per-node:1", 0, 0}, {"0,2", 0, 0}, {"2", 0, 1.0},
-        {"2", 2, 1.0}, /* 4 hot experts = k: the skew changes nothing */
-        {"2", 2, 0.0}, {"ranks:1", 1, 0.0}, {"ranks:1", 1, 3.0}, {"1", 0, 0},
+        {"2", 2, 1.0}, /* 4 hot experts = k: the skew acts on how often each is taken */
+        {"2", 2, 0.0}, {"ranks:1", 1, 0.0}, {"ranks:1", 2, 3.0}, {"1", 0, 0},
+        {"2", 2, 1e-320}, /* (j + 1)^-S rounds to 1: the same weights as S = 0 */
+        {"1", 2, 1.0},    /* 2 hot experts < k */
+        {"1", 2, 2.0},
     };
     const int n = sizeof v / sizeof v[0];
     tsim_gen_params p[16];
@@ -1064,7 +1072,9 @@ Test(gen, same_records_matches_the_records)
     cr_assert(tsim_gen_same_records(&p[0], &p[1]), "2 and 0,1 are the same ranks");
     cr_assert(tsim_gen_same_records(&p[3], &p[4]), "per-node:1 with 2 ranks per node is 0,2");
     cr_assert(tsim_gen_same_records(&p[1], &p[2]), "M = E / R is every expert");
-    cr_assert(tsim_gen_same_records(&p[6], &p[7]), "a skew over k hot experts changes nothing");
+    cr_assert_not(tsim_gen_same_records(&p[6], &p[7]), "a skew over k hot experts acts");
+    cr_assert(tsim_gen_same_records(&p[7], &p[11]), "S = 1e-320 weighs as S = 0");
+    cr_assert_not(tsim_gen_same_records(&p[12], &p[13]), "a skew over fewer than k hot experts acts");
     for (int i = 0; i < n; i++)
         free(counts[i]);
     tsim_gen_params b = p[0];
@@ -1073,4 +1083,64 @@ Test(gen, same_records_matches_the_records)
     b = p[0];
     b.hot_fraction = 0.31;
     cr_assert_not(tsim_gen_same_records(&p[0], &b));
+}
+
+/* The skew acted only when the hot experts outnumbered k: with m <= k every
+ * hot token took all of them, so --hot-skew 2 wrote the bytes of skew 0 while
+ * the meta said 2. Now the j-th hot expert of a rank gets a hot token with
+ * probability (j + 1)^-S: about H, H/4, H/9, H/16 for S = 2. */
+Test(gen, skew_acts_on_at_most_k_hot_experts)
+{
+    tsim_gen_params p = small_params(); /* EP4, 8 experts per rank, k = 4 */
+    p.hot_fraction = 0.5;
+    p.hot_experts = 4; /* m = 4 = k */
+    p.microbatches = 1;
+    p.layers = 1;
+    int64_t *even = all_counts(&p);
+    p.hot_skew = 2.0;
+    int64_t *skewed = all_counts(&p);
+    const size_t cells = (size_t)p.ep * (size_t)p.experts;
+    cr_assert(memcmp(even, skewed, sizeof *even * cells) != 0, "--hot-skew 2 wrote the bytes of --hot-skew 0");
+    /* 512 hot tokens: expert 0 takes every one (plus its base picks), expert
+     * j about 512 / (j + 1)^2 more than its base share. */
+    p.hot_fraction = 0.0;
+    int64_t *cold = all_counts(&p);
+    const double hot = 0.5 * 256 * 4;
+    for (int j = 0; j < 4; j++) {
+        double gain = (double)(expert_total(skewed, &p, 0, j) - expert_total(cold, &p, 0, j));
+        double want = hot / ((j + 1) * (j + 1));
+        cr_assert(fabs(gain - want) < 0.2 * hot / 4 + 40, "expert %d gained %g hot picks, want about %g", j, gain, want);
+    }
+    free(even);
+    free(skewed);
+    free(cold);
+    /* Fewer hot experts than k: the same. */
+    p = small_params();
+    p.hot_experts = 2; /* m = 2 < k = 4 */
+    int64_t *a = all_counts(&p);
+    p.hot_skew = 1.0;
+    int64_t *b = all_counts(&p);
+    cr_assert(memcmp(a, b, sizeof *a * cells * (size_t)tsim_gen_record_count(&p)) != 0);
+    free(a);
+    free(b);
+}
+
+/* One hot expert per hot rank has no order for the skew to act on: refused. */
+Test(gen, skew_needs_two_hot_experts_per_rank)
+{
+    tsim_gen_params p = small_params();
+    p.hot_experts = 1;
+    p.hot_skew = 2.0;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_params_check(&p, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "--hot-skew 2 weighs the j-th hot expert of each hot rank by (j + 1)^-S, but each hot "
+                              "rank has one hot expert (--hot-experts 1), so it would change nothing; drop "
+                              "--hot-skew or give --hot-experts 2 or more");
+    p.hot_experts = 0;
+    p.experts = 4; /* one expert per rank: "all" is one */
+    p.topk = 2;
+    cr_assert_eq(tsim_gen_params_check(&p, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "(one expert per rank)") != NULL, "%s", err.msg);
+    p.hot_skew = 0.0;
+    cr_assert_eq(tsim_gen_params_check(&p, &err), TSIM_OK, "%s", err.msg);
 }

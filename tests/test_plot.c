@@ -71,6 +71,41 @@ Test(plot, replay_data)
     tsim_plot_test_remove_dir(dir);
 }
 
+/* An ordinary replay result (no --per-record) was refused ("needs per-record
+ * values"); it draws what its summaries hold: per metric, a candlestick per
+ * planner (min, p50, p95, max, mean), the imbalance with "before planning"
+ * first; the n/a planner is named and left out. */
+Test(plot, replay_summary_data)
+{
+    char dir[64];
+    tsim_plot_test_tmpdir(dir, sizeof dir);
+    static const char *const files[] = {"replay_imbalance.dat", "replay_weighted.dat", "replay_intra.dat",
+                                        "replay_inter.dat",     "replay_offloaded.dat", "replay_imbalance.gp",
+                                        "replay_weighted.gp",   "replay_intra.gp",      "replay_inter.gp",
+                                        "replay_offloaded.gp"};
+    write_data("replay_summary.json", dir, files, 10);
+    expect_file(dir, "replay_imbalance.dat",
+                "# taotsim plot: replay: rho_after per planner, over the records (x label colour min p50 p95 max "
+                "mean)\n"
+                "# n/a, not plotted (the result's notes say why): lplb\n"
+                "0 \"before planning\" 10066329 25 50 75 100 50\n"
+                "1 \"taot\" 13983232 0 6.25 12.5 25 9.375\n"
+                "2 \"echo\" 29362 0 0 3.125 6.25 1.5625\n");
+    expect_file(dir, "replay_offloaded.dat",
+                "# taotsim plot: replay: offloaded per planner, over the records (x label colour min p50 p95 max "
+                "mean)\n"
+                "# n/a, not plotted (the result's notes say why): lplb\n"
+                "0 \"taot\" 13983232 10 20 40 50 25\n"
+                "1 \"echo\" 29362 20 30 50 60 35\n");
+    cr_assert(file_contains(dir, "replay_weighted.gp",
+                            "FIGURE = \"replay_weighted\"\nDATA = \"replay_weighted.dat\"\nTITLE = \"Weighted cost "
+                            "over the records (box: median to p95, whiskers: min to max, point: mean)\"\nYLABEL = "
+                            "\"weighted cost per record (intra + λ_eval × inter transfers)\"\nNB = 2\n"));
+    cr_assert(file_contains(dir, "replay_imbalance.gp", "NB = 3\n"));
+    cr_assert(file_contains(dir, "replay_imbalance.gp", "with candlesticks"));
+    tsim_plot_test_remove_dir(dir);
+}
+
 Test(plot, replay_records_after_the_record_count)
 {
     /* replay writes "records" twice with --per-record: the count, then the
@@ -418,15 +453,21 @@ Test(plot_bad, missing_fields)
                "r.json: break_even[0]: missing \"lambda_star\" (a number or null)");
 }
 
-Test(plot_bad, replay_needs_records)
+Test(plot_bad, replay_needs_records_or_summaries)
 {
+    /* Without --per-record "records" is only the count: the summary figures,
+     * which need every statistic. */
     expect_bad("{" HEAD ",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\",\"metrics\":{}}]}",
-               "r.json: results[0]: no \"records\": the replay plot needs per-record values (replay --per-record "
-               "--format json)");
-    /* Without --per-record "records" is only the count. */
+               "r.json: results[0].metrics: missing \"rho_before\" (an object with \"min\", \"p50\", \"p95\", "
+               "\"max\" and \"mean\")");
     expect_bad("{" HEAD ",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\",\"records\":3}]}",
-               "r.json: results[0]: no \"records\": the replay plot needs per-record values (replay --per-record "
-               "--format json)");
+               "r.json: results[0]: missing \"metrics\" (an object)");
+    expect_bad("{" HEAD ",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\",\"metrics\":{\"rho_before\":"
+               "{\"min\":0,\"p50\":0,\"p95\":0,\"max\":0,\"mean\":0},\"rho_after\":{\"min\":0,\"p50\":0,"
+               "\"max\":0,\"mean\":0}}}]}",
+               "r.json: results[0].metrics.rho_after: missing \"p95\" (a number)");
+    expect_bad("{" HEAD ",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\",\"error\":\"no\"}]}",
+               "r.json: every result is n/a (has an \"error\"): nothing to plot");
     expect_bad("{" HEAD ",\"study\":\"replay\",\"results\":[{\"planner\":\"taot\",\"records\":[{\"record\":0,"
                "\"rho_before\":0.3,\"rho_after\":0.1}]},{\"planner\":\"echo\",\"records\":[]}]}",
                "r.json: results[1]: \"records\" is empty");

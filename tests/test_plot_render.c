@@ -71,6 +71,13 @@ Test(plot_render, replay)
     render_study("replay.json", figs, 1);
 }
 
+Test(plot_render, replay_summary)
+{
+    static const char *const figs[] = {"replay_imbalance", "replay_weighted", "replay_intra", "replay_inter",
+                                       "replay_offloaded"};
+    render_study("replay_summary.json", figs, 5);
+}
+
 Test(plot_render, table1)
 {
     /* The bar figures, then one Pareto figure per (EP, imbalance) cell. */

@@ -1,9 +1,11 @@
 #include "cli_common.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "clock.h"
@@ -33,6 +35,53 @@ int tsim_cli_usage_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     fprintf(stderr, "\nTry 'taotsim %s --help'.\n", cmd);
     return TSIM_E_INPUT;
+}
+
+static int dir_writable(const char *dir, const char *flag, const char *path, tsim_error *err)
+{
+    if (access(path, W_OK | X_OK) != 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s %s: cannot write into %s: %s", flag, dir, path,
+                              strerror(errno));
+    return TSIM_OK;
+}
+
+int tsim_cli_check_output_dir(const char *dir, const char *flag, tsim_error *err)
+{
+    if (!dir)
+        return TSIM_OK;
+    if (!dir[0])
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: an empty directory name", flag);
+    struct stat st;
+    if (stat(dir, &st) == 0)
+        return S_ISDIR(st.st_mode) ? dir_writable(dir, flag, dir, err)
+                                   : tsim_error_set(err, TSIM_E_INPUT, "%s %s: exists and is not a directory", flag,
+                                                    dir);
+    /* Not there yet: the nearest ancestor that exists decides. */
+    char path[4096];
+    if (strlen(dir) >= sizeof path)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: directory name too long", flag);
+    strcpy(path, dir);
+    for (;;) {
+        char *slash = strrchr(path, '/');
+        while (slash && slash > path && slash[1] == '\0') { /* trailing slashes */
+            *slash = '\0';
+            slash = strrchr(path, '/');
+        }
+        if (!slash)
+            strcpy(path, ".");
+        else if (slash == path)
+            path[1] = '\0';
+        else
+            *slash = '\0';
+        if (stat(path, &st) == 0) {
+            if (!S_ISDIR(st.st_mode))
+                return tsim_error_set(err, TSIM_E_INPUT, "%s %s: cannot create it: %s is not a directory", flag,
+                                      dir, path);
+            return dir_writable(dir, flag, path, err);
+        }
+        if (strcmp(path, ".") == 0 || strcmp(path, "/") == 0)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s %s: cannot create it: %s", flag, dir, strerror(errno));
+    }
 }
 
 void tsim_progress_start(tsim_progress *p, const char *what)

@@ -18,6 +18,12 @@ int tsim_cli_fail(const char *cmd, const tsim_error *err);
 int tsim_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 
+/* Before any work: DIR (named by flag, e.g. "--plots") can hold the files a
+ * command writes: an existing directory it may write, or a path whose
+ * nearest existing ancestor is such a directory. A regular file, or a path
+ * through one, is refused. NULL always can. */
+int tsim_cli_check_output_dir(const char *dir, const char *flag, tsim_error *err);
+
 /* A progress line on stderr, at most a few times a second, only when stderr is
  * a terminal and the work has taken more than a second. */
 typedef struct {

@@ -37,15 +37,19 @@ static void bench_help(void)
            "Planner latency: the wall time of the plan call alone, over records\n"
            "generated in memory from a fixed seed (a hot rank per record, initial\n"
            "imbalance drawn in 30-50%%, %d tokens per rank, top-%d), on one core.\n"
-           "Each plan is checked by the evaluator (outside the timing). A planner that\n"
-           "fails is reported in its row and the others still run.\n"
+           "Each plan is checked by the evaluator (outside the timing). The first planner\n"
+           "that fails (an error, an invalid plan, a timeout) ends the run: its full\n"
+           "message goes to standard error, nothing to standard output, exit status 2\n"
+           "(3 when a built-in planner returns an invalid plan: a bug).\n"
            "\n"
            "Options:\n"
            "  --planners LIST      comma-separated planners (default: every registered\n"
            "                       planner but none and optimal); a bare 'taot' runs both phase-3\n"
            "                       variants (taot = auction, taot-split) unless\n"
-           "                       --taot-phase3 is given; LABEL=NAME:--opt=v\n"
-           "                       runs a planner under a label with its own options\n"
+           "                       --taot-phase3 is given or the list names its own\n"
+           "                       'taot-split' (then only what the list names runs);\n"
+           "                       LABEL=NAME:--opt=v runs a planner under a label with\n"
+           "                       its own options\n"
            "  --records N          timed records per planner and shape (default %d;\n"
            "                       %d untimed warm-up records first)\n"
            "  --shapes LIST        R:E:K,... ranks, experts, guest slots\n"
@@ -130,29 +134,40 @@ typedef struct {
     int64_t capped;           /* records with TSIM_NOTE_AUCTION_CAPPED */
     int64_t gpu_fallback;     /* records with TSIM_NOTE_GPU_FALLBACK */
     cJSON *options;
-    char error[TSIM_ERROR_MSG_MAX];
 } bench_row;
 
-/* The timed loop of bench_one for a planner that takes windows of records:
- * warm-up and timing in batches of `window`. Fills row (row->error on
- * failure). rec is the generator's record, copied into the batch. */
-static void bench_batched(tsim_planner *p, const tsim_topology *t, int64_t n_records, uint64_t seed, int window,
-                          bench_row *row, tsim_evaluator *ev, tsim_record *rec, double *weights, double *ns,
-                          double *scratch, tsim_progress *progress, int64_t *progress_done, int64_t progress_total)
+/* Checks a plan as replay does: a plan from outside taotsim that breaks a
+ * rule is bad input (exit 2), a built-in planner's is a bug. */
+static int check_plan(const tsim_planner *p, tsim_evaluator *ev, const tsim_record *rec, const tsim_plan *plan,
+                      tsim_metrics *m, tsim_error *err)
 {
-    tsim_error err = {0};
+    int rc = tsim_evaluate(ev, rec, plan, 3.0, p->label, m, err);
+    if (rc && p->desc->external)
+        err->code = rc = TSIM_E_INPUT;
+    return rc;
+}
+
+/* The timed loop of bench_one for a planner that takes windows of records:
+ * warm-up and timing in batches of `window`. Fills row, or returns an error.
+ * rec is the generator's record, copied into the batch. */
+static int bench_batched(tsim_planner *p, const tsim_topology *t, int64_t n_records, uint64_t seed, int window,
+                         bench_row *row, tsim_evaluator *ev, tsim_record *rec, double *weights, double *ns,
+                         double *scratch, tsim_progress *progress, int64_t *progress_done, int64_t progress_total,
+                         tsim_error *err)
+{
+    int rc = TSIM_OK;
     tsim_record *batch = calloc((size_t)window, sizeof *batch);
     const tsim_record **ptrs = calloc((size_t)window, sizeof *ptrs);
     tsim_plan *plans = calloc((size_t)window, sizeof *plans);
     int ready = 0;
     if (!batch || !ptrs || !plans) {
-        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
-        goto fail;
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        goto done;
     }
     for (; ready < window; ready++) {
-        if (tsim_record_alloc(&batch[ready], t->ranks, t->experts, &err) ||
-            tsim_plan_init(&plans[ready], t->ranks, t->ranks * (t->slots > 0 ? t->slots : 1), &err))
-            goto fail;
+        if ((rc = tsim_record_alloc(&batch[ready], t->ranks, t->experts, err)) ||
+            (rc = tsim_plan_init(&plans[ready], t->ranks, t->ranks * (t->slots > 0 ? t->slots : 1), err)))
+            goto done;
         ptrs[ready] = &batch[ready];
     }
     const size_t cells = (size_t)t->ranks * (size_t)t->experts;
@@ -171,17 +186,17 @@ static void bench_batched(tsim_planner *p, const tsim_topology *t, int64_t n_rec
                 tsim_plan_reset(&plans[k]);
             }
             const int64_t t0 = tsim_now_ns();
-            const int rc = p->desc->plan_batch(p->state, ptrs, m, plans, &err);
+            rc = p->desc->plan_batch(p->state, ptrs, m, plans, err);
             const int64_t t1 = tsim_now_ns();
             if (rc) {
-                tsim_error_prefix(&err, "planner '%s'", p->label);
-                goto fail;
+                tsim_error_prefix(err, "planner '%s'", p->label);
+                goto done;
             }
             for (int k = 0; pass == 1 && k < m; k++) {
                 ns[start + k] = (double)(t1 - t0) / m;
                 tsim_metrics mt;
-                if (tsim_evaluate(ev, &batch[k], &plans[k], 3.0, p->label, &mt, &err))
-                    goto fail;
+                if ((rc = check_plan(p, ev, &batch[k], &plans[k], &mt, err)))
+                    goto done;
                 replicas += plans[k].count;
                 rho_b += mt.v[TSIM_M_RHO_BEFORE];
                 rho_a += mt.v[TSIM_M_RHO_AFTER];
@@ -195,9 +210,6 @@ static void bench_batched(tsim_planner *p, const tsim_topology *t, int64_t n_rec
     row->replicas_mean = replicas / (double)n_records;
     row->rho_before_mean = rho_b / (double)n_records;
     row->rho_after_mean = rho_a / (double)n_records;
-    goto done;
-fail:
-    snprintf(row->error, sizeof row->error, "%s", err.msg[0] ? err.msg : "failed");
 done:
     for (int k = 0; k < ready; k++) {
         tsim_record_free(&batch[k]);
@@ -208,13 +220,14 @@ done:
     free(batch);
     free(ptrs);
     free(plans);
+    return rc;
 }
 
-/* Runs one planner on one shape. Fills row (row->error on failure). */
-static void bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records, uint64_t seed, bench_row *row,
-                      tsim_progress *progress, int64_t *progress_done, int64_t progress_total)
+/* Runs one planner on one shape. Fills row, or returns the planner's error. */
+static int bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records, uint64_t seed, bench_row *row,
+                     tsim_progress *progress, int64_t *progress_done, int64_t progress_total, tsim_error *err)
 {
-    tsim_error err = {0};
+    int rc = TSIM_OK;
     tsim_record rec = {0};
     tsim_plan plan = {0};
     tsim_evaluator ev = {0};
@@ -226,23 +239,23 @@ static void bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records
     row->E = t->experts;
     row->K = t->slots;
 
-    if (tsim_record_alloc(&rec, t->ranks, t->experts, &err))
-        goto fail;
+    if ((rc = tsim_record_alloc(&rec, t->ranks, t->experts, err)))
+        goto done;
     ns = malloc(sizeof *ns * (size_t)n_records);
     scratch = malloc(sizeof *scratch * (size_t)n_records);
     weights = malloc(sizeof *weights * (size_t)t->experts);
     if (!ns || !scratch || !weights) {
-        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
-        goto fail;
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        goto done;
     }
-    if (tsim_plan_init(&plan, t->ranks, t->ranks * (t->slots > 0 ? t->slots : 1), &err))
-        goto fail;
+    if ((rc = tsim_plan_init(&plan, t->ranks, t->ranks * (t->slots > 0 ? t->slots : 1), err)))
+        goto done;
     have_plan = true;
-    if (tsim_evaluator_init(&ev, t, &err))
-        goto fail;
+    if ((rc = tsim_evaluator_init(&ev, t, err)))
+        goto done;
     have_ev = true;
-    if (tsim_planner_start(p, t, &err))
-        goto fail;
+    if ((rc = tsim_planner_start(p, t, err)))
+        goto done;
     started = true;
 
     /* A pipelined planner (an exec planner's --exec-window) gets its window
@@ -250,29 +263,29 @@ static void bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records
      * divided evenly. */
     const int window = p->desc->window && p->desc->plan_batch ? p->desc->window(p->state) : 1;
     if (window > 1) {
-        bench_batched(p, t, n_records, seed, window, row, &ev, &rec, weights, ns, scratch, progress, progress_done,
-                      progress_total);
+        rc = bench_batched(p, t, n_records, seed, window, row, &ev, &rec, weights, ns, scratch, progress,
+                           progress_done, progress_total, err);
         goto done;
     }
     /* Warm-up: caches, branch predictors, lazily touched pages. */
     for (int64_t i = 0; i < WARMUP_RECORDS && i < n_records; i++) {
         gen_record(t, seed, i, &rec, weights);
-        if (p->desc->plan(p->state, &rec, &plan, &err))
-            goto fail;
+        if ((rc = p->desc->plan(p->state, &rec, &plan, err)))
+            goto done;
     }
     double replicas = 0.0, rho_b = 0.0, rho_a = 0.0;
     int64_t capped = 0, gpu_fallback = 0;
     for (int64_t i = 0; i < n_records; i++) {
         gen_record(t, seed, i, &rec, weights);
         const int64_t t0 = tsim_now_ns();
-        const int rc = p->desc->plan(p->state, &rec, &plan, &err);
+        rc = p->desc->plan(p->state, &rec, &plan, err);
         const int64_t t1 = tsim_now_ns();
         if (rc)
-            goto fail;
+            goto done;
         ns[i] = (double)(t1 - t0);
         tsim_metrics m;
-        if (tsim_evaluate(&ev, &rec, &plan, 3.0, p->label, &m, &err))
-            goto fail;
+        if ((rc = check_plan(p, &ev, &rec, &plan, &m, err)))
+            goto done;
         replicas += plan.count;
         rho_b += m.v[TSIM_M_RHO_BEFORE];
         rho_a += m.v[TSIM_M_RHO_AFTER];
@@ -296,9 +309,6 @@ static void bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records
                 p->label, t->ranks, t->experts, t->slots, (long long)gpu_fallback, (long long)n_records,
                 why[0] ? ": " : "", why);
     }
-    goto done;
-fail:
-    snprintf(row->error, sizeof row->error, "%s", err.msg[0] ? err.msg : "failed");
 done:
     *progress_done += n_records;
     if (started)
@@ -311,6 +321,7 @@ done:
     free(ns);
     free(scratch);
     free(weights);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------- */
@@ -326,34 +337,27 @@ static int print_table(FILE *out, tsim_format fmt, const bench_row *rows, int n_
 {
     if (n_rows > 0) {
         static const char *const headers[] = {"planner", "R", "E", "K", "records", "median_us", "p95_us", "mean_us",
-                                              "replicas", "rho_before", "rho_after", "capped", "error"};
+                                              "replicas", "rho_before", "rho_after", "capped"};
         tsim_table tab;
-        if (tsim_table_init(&tab, 13, headers))
+        if (tsim_table_init(&tab, 12, headers))
             return -1;
         for (int i = 0; i < n_rows; i++) {
             const bench_row *r = &rows[i];
-            char c[13][96];
+            char c[12][96];
             snprintf(c[0], sizeof c[0], "%s", r->label);
             snprintf(c[1], sizeof c[1], "%d", r->R);
             snprintf(c[2], sizeof c[2], "%d", r->E);
             snprintf(c[3], sizeof c[3], "%d", r->K);
-            if (r->error[0]) {
-                for (int q = 4; q < 12; q++)
-                    snprintf(c[q], sizeof c[q], "-");
-                snprintf(c[12], sizeof c[12], "%.90s", r->error);
-            } else {
-                snprintf(c[4], sizeof c[4], "%lld", (long long)r->records);
-                fmt_us(c[5], sizeof c[5], r->ns.p50);
-                fmt_us(c[6], sizeof c[6], r->ns.p95);
-                fmt_us(c[7], sizeof c[7], r->ns.mean);
-                tsim_fmt_num(c[8], sizeof c[8], r->replicas_mean, 1);
-                tsim_fmt_num(c[9], sizeof c[9], r->rho_before_mean, 4);
-                tsim_fmt_num(c[10], sizeof c[10], r->rho_after_mean, 4);
-                snprintf(c[11], sizeof c[11], "%lld", (long long)r->capped);
-                snprintf(c[12], sizeof c[12], "%s", "");
-            }
-            const char *cells[13];
-            for (int q = 0; q < 13; q++)
+            snprintf(c[4], sizeof c[4], "%lld", (long long)r->records);
+            fmt_us(c[5], sizeof c[5], r->ns.p50);
+            fmt_us(c[6], sizeof c[6], r->ns.p95);
+            fmt_us(c[7], sizeof c[7], r->ns.mean);
+            tsim_fmt_num(c[8], sizeof c[8], r->replicas_mean, 1);
+            tsim_fmt_num(c[9], sizeof c[9], r->rho_before_mean, 4);
+            tsim_fmt_num(c[10], sizeof c[10], r->rho_after_mean, 4);
+            snprintf(c[11], sizeof c[11], "%lld", (long long)r->capped);
+            const char *cells[12];
+            for (int q = 0; q < 12; q++)
                 cells[q] = c[q];
             if (tsim_table_add_row(&tab, cells)) {
                 tsim_table_free(&tab);
@@ -419,23 +423,19 @@ static int print_json(FILE *out, const bench_row *rows, int n_rows, int64_t reco
         cJSON_AddNumberToObject(o, "ep", r->R);
         cJSON_AddNumberToObject(o, "experts", r->E);
         cJSON_AddNumberToObject(o, "slots", r->K);
-        if (r->error[0]) {
-            cJSON_AddStringToObject(o, "error", r->error);
-        } else {
-            cJSON_AddNumberToObject(o, "records", (double)r->records);
-            cJSON *p = cJSON_AddObjectToObject(o, "plan_us");
-            cJSON_AddNumberToObject(p, "mean", r->ns.mean / 1000.0);
-            cJSON_AddNumberToObject(p, "std", r->ns.std / 1000.0);
-            cJSON_AddNumberToObject(p, "min", r->ns.min / 1000.0);
-            cJSON_AddNumberToObject(p, "p50", r->ns.p50 / 1000.0);
-            cJSON_AddNumberToObject(p, "p95", r->ns.p95 / 1000.0);
-            cJSON_AddNumberToObject(p, "max", r->ns.max / 1000.0);
-            cJSON_AddNumberToObject(o, "replicas_mean", r->replicas_mean);
-            cJSON_AddNumberToObject(o, "rho_before_mean", r->rho_before_mean);
-            cJSON_AddNumberToObject(o, "rho_after_mean", r->rho_after_mean);
-            cJSON_AddNumberToObject(o, "auction_capped", (double)r->capped);
-            cJSON_AddNumberToObject(o, "gpu_fallback", (double)r->gpu_fallback);
-        }
+        cJSON_AddNumberToObject(o, "records", (double)r->records);
+        cJSON *p = cJSON_AddObjectToObject(o, "plan_us");
+        cJSON_AddNumberToObject(p, "mean", r->ns.mean / 1000.0);
+        cJSON_AddNumberToObject(p, "std", r->ns.std / 1000.0);
+        cJSON_AddNumberToObject(p, "min", r->ns.min / 1000.0);
+        cJSON_AddNumberToObject(p, "p50", r->ns.p50 / 1000.0);
+        cJSON_AddNumberToObject(p, "p95", r->ns.p95 / 1000.0);
+        cJSON_AddNumberToObject(p, "max", r->ns.max / 1000.0);
+        cJSON_AddNumberToObject(o, "replicas_mean", r->replicas_mean);
+        cJSON_AddNumberToObject(o, "rho_before_mean", r->rho_before_mean);
+        cJSON_AddNumberToObject(o, "rho_after_mean", r->rho_after_mean);
+        cJSON_AddNumberToObject(o, "auction_capped", (double)r->capped);
+        cJSON_AddNumberToObject(o, "gpu_fallback", (double)r->gpu_fallback);
         cJSON_AddItemToArray(lat, o);
     }
     if (rd) {
@@ -491,9 +491,18 @@ static int parse_shapes(const char *arg, bench_shape *shapes, int *n, tsim_error
     return TSIM_OK;
 }
 
+/* Whether an entry of the list carries this label (LABEL=..., the '='
+ * before any ':', as tsim_planner_spec_parse reads it). */
+static bool entry_has_label(const char *entry, const char *label)
+{
+    size_t n = strlen(label);
+    return strncmp(entry, label, n) == 0 && entry[n] == '=';
+}
+
 /* The planner specs to run: the user's list, or every planner but none and optimal; a
  * bare "taot" becomes the auction and the split variants (both_variants: no
- * --taot-phase3 on the command line). */
+ * --taot-phase3 on the command line), unless the list names its own
+ * 'taot-split': bench adds only what the user did not name. */
 static int build_planner_list(const char *arg, const tsim_planner_options *base, bool both_variants,
                               tsim_planner *planners, int *n, tsim_error *err)
 {
@@ -512,8 +521,14 @@ static int build_planner_list(const char *arg, const tsim_planner_options *base,
             strncat(list, (*d)->name, sizeof list - strlen(list) - 1);
         }
     }
-    *n = 0;
+    char scan[sizeof list];
+    memcpy(scan, list, sizeof scan);
     char *save = NULL;
+    for (char *tok = strtok_r(scan, ",", &save); tok && both_variants; tok = strtok_r(NULL, ",", &save))
+        if (entry_has_label(tok, "taot-split"))
+            both_variants = false;
+    *n = 0;
+    save = NULL;
     for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         const char *specs[2] = {tok, NULL};
         if (strcmp(tok, "taot") == 0 && both_variants)
@@ -674,9 +689,16 @@ int tsim_cmd_bench(int argc, char **argv)
             }
             for (int p = 0; p < n_planners; p++) {
                 bench_row *row = &rows[n_rows++];
-                row->options = tsim_vector_options_json(planners[p].desc->name, topo.slots, topo.ranks_per_node,
+                row->options = tsim_vector_options_json(planners[p].desc, topo.slots, topo.ranks_per_node,
                                                         &planners[p].opts);
-                bench_one(&planners[p], &topo, records, (uint64_t)seed, row, &progress, &done, total);
+                if (bench_one(&planners[p], &topo, records, (uint64_t)seed, row, &progress, &done, total, &err)) {
+                    /* The first failure ends the run, as in every command. */
+                    tsim_progress_finish(&progress);
+                    tsim_topology_free(&topo);
+                    tsim_error_prefix(&err, "shape %d:%d:%d", shapes[s].R, shapes[s].E, shapes[s].K);
+                    status = tsim_cli_fail(cmd, &err);
+                    goto out;
+                }
             }
             tsim_topology_free(&topo);
         }

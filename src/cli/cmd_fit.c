@@ -60,7 +60,8 @@ static void usage(void)
            "\n"
            "every planner weighing the same (a cell a planner cannot run counts e = 1).\n"
            "Prints the regimes ranked by D, the closest regime for each planner on its\n"
-           "own, and the per-cell residuals of the best. The output is the same for any -j.\n"
+           "own, and the per-cell residuals of the best. The output is the same for any -j\n"
+           "(JSON: all but \"command\", the command line as typed).\n"
            "\n"
            "Grid (each axis a list; default %d regimes):\n"
            "  --hot-ranks SPEC       a hot-rank placement (repeatable; the first replaces the\n"
@@ -134,8 +135,11 @@ static void name_from_path(const char *path, char *name, size_t n)
         snprintf(name, n, "%.*s", (int)(len - 12), base + 7);
 }
 
-static int save_regime(const tsim_fit_result *r, const char *path, const char *name, tsim_error *err)
+/* Writes the best regime into out (opened here), flushed but not committed. */
+static int save_regime(const tsim_fit_result *r, tsim_outfile *out, const char *path, const char *name,
+                       tsim_error *err)
 {
+    memset(out, 0, sizeof *out);
     if (r->n == 0 || !r->regimes[r->order[0]].feasible)
         return tsim_error_set(err, TSIM_E_INPUT, "--save-regime: no feasible regime to save");
     tsim_regime best = r->regimes[r->order[0]].regime;
@@ -143,15 +147,46 @@ static int save_regime(const tsim_fit_result *r, const char *path, const char *n
     cJSON *j = tsim_regime_json(&best, tsim_fit_provenance(r, 0));
     if (!j)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    tsim_outfile out;
-    int rc = tsim_outfile_open(&out, path, err);
-    if (!rc && tsim_json_print(out.fp, j))
+    int rc = tsim_outfile_open(out, path, err);
+    if (!rc && tsim_json_print(out->fp, j))
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     if (!rc)
-        rc = tsim_outfile_commit(&out, err);
-    else
-        tsim_outfile_abort(&out);
+        rc = tsim_outfile_flush(out, err);
     cJSON_Delete(j);
+    return rc;
+}
+
+/* Before minutes of work: every output can be written and no two are one file. */
+static int check_outputs(const char *out_path, const char *save_path, const char *plots_dir, tsim_error *err)
+{
+    const char *outputs[] = {out_path, save_path, plots_dir};
+    const char *flags[] = {"-o", "--save-regime", "--plots"};
+    if (tsim_outfile_check_writable(out_path, err) || tsim_outfile_check_writable(save_path, err) ||
+        tsim_cli_check_output_dir(plots_dir, "--plots", err) ||
+        tsim_outfile_check_distinct(outputs, flags, 3, NULL, 0, err))
+        return TSIM_E_INPUT;
+    return plots_dir ? tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, err) : TSIM_OK;
+}
+
+/* The result, the regime file and the plots: nothing is renamed into place
+ * until all of them are written, so a late failure leaves no file behind. */
+static int write_outputs(const tsim_fit_result *result, tsim_format format, const char *out_path,
+                         const char *save_path, const char *regime_name, const char *plots_dir, tsim_error *err)
+{
+    tsim_outfile out, saved = {0};
+    int rc = tsim_outfile_open(&out, out_path, err);
+    if (!rc && !(rc = tsim_fit_print(out.fp, result, format, err)))
+        rc = tsim_outfile_flush(&out, err);
+    if (!rc && save_path)
+        rc = save_regime(result, &saved, save_path, regime_name, err);
+    if (!rc && plots_dir)
+        rc = tsim_plot_fit(result, plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, err);
+    if (!rc && save_path)
+        rc = tsim_outfile_commit(&saved, err);
+    if (!rc)
+        rc = tsim_outfile_commit(&out, err);
+    tsim_outfile_abort(&saved);
+    tsim_outfile_abort(&out);
     return rc;
 }
 
@@ -304,7 +339,7 @@ static int fit_main(fit_args *a)
     if (tsim_fit_grid_check(&g, &err))
         return tsim_cli_usage_error(CMD, "%s", err.msg);
     /* Before minutes of work, not after. */
-    if (plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err))
+    if (check_outputs(out_path, save_path, plots_dir, &err))
         return tsim_cli_fail(CMD, &err);
 
     tsim_progress progress;
@@ -317,23 +352,9 @@ static int fit_main(fit_args *a)
     if (rc)
         return tsim_cli_fail(CMD, &err);
 
-    tsim_outfile out;
-    if (tsim_outfile_open(&out, out_path, &err) || tsim_fit_print(out.fp, &result, format, &err) ||
-        tsim_outfile_commit(&out, &err)) {
-        tsim_outfile_abort(&out);
-        tsim_fit_result_free(&result);
-        return tsim_cli_fail(CMD, &err);
-    }
-    if (save_path && (rc = save_regime(&result, save_path, regime_name, &err))) {
-        tsim_fit_result_free(&result);
-        return tsim_cli_fail(CMD, &err);
-    }
-    if (plots_dir && (rc = tsim_plot_fit(&result, plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err))) {
-        tsim_fit_result_free(&result);
-        return tsim_cli_fail(CMD, &err);
-    }
+    rc = write_outputs(&result, format, out_path, save_path, regime_name, plots_dir, &err);
     tsim_fit_result_free(&result);
-    return 0;
+    return rc ? tsim_cli_fail(CMD, &err) : 0;
 }
 
 int tsim_cmd_fit(int argc, char **argv)

@@ -30,8 +30,9 @@ static void merge_help(void)
            "a hash of all its records, and these must agree. Anything else is an error\n"
            "naming the files, and nothing is written.\n"
            "\n"
-           "The result is byte-identical to the unsharded run's for every study, and for\n"
-           "a replay that keeps per-record values (at most %d records, or --per-record).\n"
+           "The result is byte-identical to the unsharded run's (JSON: all but \"command\",\n"
+           "see below) for every study, and for a replay that keeps per-record values (at\n"
+           "most %d records, or --per-record).\n"
            "A longer replay is merged from the shards' summaries: records, min, max, p50\n"
            "and p95 come out exactly as one run gives them; mean and std are combined by\n"
            "Chan et al.'s pairwise formula and may differ from one run's in the last\n"
@@ -158,21 +159,21 @@ static int write_result(const char *cmd, const merge_args *a, int (*print)(FILE 
     int gate_status = gates(result, a);
     if (gate_status == TSIM_E_INPUT)
         return gate_status;
+    /* renamed into place after the plots, so a late failure leaves no -o file */
     tsim_outfile out;
-    if (tsim_outfile_open(&out, a->out_path, &err) || print(out.fp, result, a, &err) ||
-        tsim_outfile_commit(&out, &err)) {
-        tsim_outfile_abort(&out);
-        return tsim_cli_fail(cmd, &err);
-    }
-    if (a->plots_dir) {
+    int rc = tsim_outfile_open(&out, a->out_path, &err);
+    if (!rc && !(rc = print(out.fp, result, a, &err)))
+        rc = tsim_outfile_flush(&out, &err);
+    if (!rc && a->plots_dir) {
         cJSON *j = to_json(result);
-        int rc = j ? tsim_plot_result(j, a->plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err)
-                   : tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        rc = j ? tsim_plot_result(j, a->plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err)
+               : tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
         cJSON_Delete(j);
-        if (rc)
-            return tsim_cli_fail(cmd, &err);
     }
-    return gate_status;
+    if (!rc)
+        rc = tsim_outfile_commit(&out, &err);
+    tsim_outfile_abort(&out);
+    return rc ? tsim_cli_fail(cmd, &err) : gate_status;
 }
 
 /* ---- replay ---------------------------------------------------------------------- */
@@ -369,9 +370,10 @@ int tsim_cmd_merge(int argc, char **argv)
     }
     /* Before any work: the result can be written and is none of the parts;
      * a missing gnuplot fails now, not after the merge. */
-    const char *flags[] = {"-o"};
-    if (tsim_outfile_check_writable(a.out_path, &err) ||
-        tsim_outfile_check_distinct(&a.out_path, flags, 1, a.parts, a.n_parts, &err) ||
+    const char *outputs[] = {a.out_path, a.plots_dir};
+    const char *flags[] = {"-o", "--plots"};
+    if (tsim_outfile_check_writable(a.out_path, &err) || tsim_cli_check_output_dir(a.plots_dir, "--plots", &err) ||
+        tsim_outfile_check_distinct(outputs, flags, 2, a.parts, a.n_parts, &err) ||
         (a.plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err))) {
         free(a.parts);
         return tsim_cli_fail(cmd, &err);

@@ -58,7 +58,8 @@ static void replay_help(void)
            "                       (names PLANNER.METRIC.STAT; repeatable)\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result to FILE atomically (default stdout)\n"
-           "  -j, --jobs N         plan on N threads (default 1); output identical for any N\n"
+           "  -j, --jobs N         plan on N threads (default 1); the same bytes for any N\n"
+           "                       (JSON: all but \"command\", the command line as typed)\n"
            "  --shard I/N          run shard I (from 0) of N and write its partial result (JSON)\n"
            "                       for 'taotsim merge'; see below\n"
            "  -h, --help           this help\n"
@@ -73,8 +74,9 @@ static void replay_help(void)
            "that do (LPLB's prev history, EPLB's window: layer d goes to shard\n"
            "(d + planner) mod N), so every plan is the unsharded one. It reads the trace\n"
            "twice (a count, then the records). 'taotsim merge' then prints the same bytes\n"
-           "as one run when the run keeps per-record values (up to %d records, or\n"
-           "--per-record); beyond, mean and std may differ in the last digits.\n"
+           "as one run (JSON: all but \"command\") when the run keeps per-record values (up\n"
+           "to %d records, or --per-record); beyond, mean and std may differ in the last\n"
+           "digits.\n"
            "\n",
            TSIM_SESSION_EXACT_RECORDS, TSIM_SESSION_EXACT_RECORDS);
     tsim_planner_options_help(stdout);
@@ -98,7 +100,7 @@ static int dump_hook(void *ctx_, tsim_session *s, int planner, const tsim_record
     const tsim_planner *p = &s->planners[planner];
     char name[160];
     snprintf(name, sizeof name, "record-%lld", (long long)rec->index);
-    cJSON *opts = tsim_vector_options_json(p->desc->name, s->topo.slots, s->topo.ranks_per_node, &p->opts);
+    cJSON *opts = tsim_vector_options_json(p->desc, s->topo.slots, s->topo.ranks_per_node, &p->opts);
     /* Self-contained, as the vector format asks: the counts (and an explicit
      * home map) travel with the plan, so it can be checked without the trace. */
     cJSON *j = tsim_vector_plan_json(name, p->desc->name, opts, rec, plan, s->ev.load_after, m, true);

@@ -26,16 +26,44 @@ typedef enum { STUDY_TABLE1, STUDY_ABLATION, STUDY_SWEEP, STUDY_SCALING } study_
 
 static const char *const study_names[] = {"table1", "ablation", "sweep", "scaling"};
 
-static void common_help(void)
+/* The planner options, less --lambda-plan X for sweep, whose --lambda-plan
+ * takes a list (its own line above). */
+static void planner_options_help(study_kind k)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = k == STUDY_SWEEP ? open_memstream(&text, &len) : NULL;
+    if (!mem) {
+        tsim_planner_options_help(stdout);
+        return;
+    }
+    tsim_planner_options_help(mem);
+    fclose(mem);
+    for (char *line = text; line && *line;) {
+        char *end = strchr(line, '\n');
+        size_t n = end ? (size_t)(end - line + 1) : strlen(line);
+        if (strncmp(line, "  --lambda-plan ", 16) != 0)
+            fwrite(line, 1, n, stdout);
+        line += n;
+    }
+    free(text);
+}
+
+static void common_help(study_kind k)
 {
     printf("Common options:\n"
-           "  --planners LIST      planners (LABEL=NAME:--opt=v syntax as in replay)\n"
-           "  --slots K            guest slots per rank (default 2)\n"
-           "  --lambda X           set both λ_plan and λ_eval (default 3)\n"
-           "  --lambda-eval X      λ the evaluator charges (default 3)\n"
-           "  -j, --jobs N         grid points in parallel (default: all cores); output is identical for any N\n"
+           "  --planners LIST      planners (LABEL=NAME:--opt=v syntax as in replay)\n");
+    /* what study_option_list gives this study; sweep and scaling have lists instead */
+    if (k != STUDY_SCALING)
+        printf("  --slots K            guest slots per rank (default 2)\n");
+    if (k != STUDY_SWEEP)
+        printf("  --lambda X           set both λ_plan and λ_eval (default 3)\n"
+               "  --lambda-eval X      λ the evaluator charges (default 3)\n");
+    printf("  -j, --jobs N         grid points in parallel (default: all cores); the same bytes for any N\n"
+           "                       (JSON: all but \"command\", the command line as typed)\n"
            "  --shard I/N          run grid points I, I+N, ... only (I from 0) and write their partial\n"
-           "                       result (JSON); 'taotsim merge' of all N gives the unsharded bytes\n"
+           "                       result (JSON); 'taotsim merge' of all N prints the unsharded bytes\n"
+           "                       (JSON: all but \"command\", see 'taotsim merge --help')\n"
            "  --std                show ± std beside means\n"
            "  --timing, --no-timing  measure plan time (wall clock: output no longer byte-reproducible);\n"
            "                       on by default for scaling only\n"
@@ -46,9 +74,10 @@ static void common_help(void)
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
            "  -h, --help           this help\n\n");
-    tsim_planner_options_help(stdout);
+    planner_options_help(k);
     tsim_external_help(stdout);
-    fputs("\n" TSIM_STEP_MODEL_HELP, stdout);
+    if (k == STUDY_SCALING)
+        fputs("\n" TSIM_STEP_MODEL_HELP, stdout);
 }
 
 static void gen_help(void)
@@ -65,7 +94,7 @@ static void study_help(study_kind k)
         printf("usage: taotsim table1 [--traces DIR] [options]\n\n"
                "The paper's Table 1: EP16 and EP32 x initial imbalance 10/20/30/50/70%% x ECHO,\n"
                "LLEP, LPLB, TAOT with K = 2, 8 ranks per node, λ = 3, on the bundled traces\n"
-               "(DIR/epNN-immNN.jsonl.gz). Each cell: improvement pp, weighted, intra, inter\n"
+               "(DIR/epNN-imbNN.jsonl.gz). Each cell: improvement pp, weighted, intra, inter\n"
                "(means), the paper's value and the difference; then the break-even λ* of TAOT\n"
                "against each baseline, ours and the paper's.\n\n"
                "  --traces DIR         trace directory (default: the bundled traces/)\n"
@@ -104,7 +133,7 @@ static void study_help(study_kind k)
         gen_help();
         break;
     }
-    common_help();
+    common_help(k);
 }
 
 static void on_progress(void *ctx, int done, int total)
@@ -298,7 +327,8 @@ static const struct {
     {"std", 0, false, ALL_STUDIES},
     {"timing", 0, false, ALL_STUDIES},
     {"no-timing", 0, false, ALL_STUDIES},
-    {"step-model", 0, false, ALL_STUDIES},
+    /* only scaling's tables show the step-time model; the others refuse it (step_hint) */
+    {"step-model", 0, false, ONLY(STUDY_SCALING)},
     {"fail-if", 0, true, ALL_STUDIES},
     {"plots", 0, true, ALL_STUDIES},
     {"format", 0, true, ALL_STUDIES},
@@ -341,11 +371,18 @@ static void study_options_for(study_kind kind, tsim_cli_option *out, size_t cap)
 }
 
 /* Options of other studies that a user may expect here: say what to use. */
+static const char *step_hint(const char *name)
+{
+    if (strcmp(name, "step-model") == 0 || tsim_step_model_option_exists(name))
+        return "only 'taotsim scaling' shows the step-time model (and 'taotsim replay --step-model')";
+    return NULL;
+}
+
 static const char *sweep_hint(const char *name)
 {
     if (strcmp(name, "lambda") == 0)
         return "sweep takes lists, --lambda-plan LIST and --lambda-eval LIST";
-    return NULL;
+    return step_hint(name);
 }
 
 static const char *scaling_hint(const char *name)
@@ -452,9 +489,10 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
     tsim_cli_option options[64];
     study_options_for(kind, options, sizeof options / sizeof options[0]);
     const tsim_cli_parser parser = {
-        .cmd = cmd, .options = options, .planner = &c.base, .step_model = &c.step_model,
+        .cmd = cmd, .options = options, .planner = &c.base,
+        .step_model = kind == STUDY_SCALING ? &c.step_model : NULL,
         .on_option = study_on_option, .on_positional = kind == STUDY_SWEEP ? study_on_trace : NULL, .ctx = &a,
-        .hint = kind == STUDY_SWEEP ? sweep_hint : kind == STUDY_SCALING ? scaling_hint : NULL,
+        .hint = kind == STUDY_SWEEP ? sweep_hint : kind == STUDY_SCALING ? scaling_hint : step_hint,
     };
     int parsed = tsim_cli_parse(&parser, argc, argv);
     if (parsed == TSIM_CLI_HELP) {
@@ -479,11 +517,13 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
                                         n_gates ? "fail-if" : plots_dir ? "plots" : "std");
     }
     {
-        /* Before any work: the result file can be written and is not the trace. */
-        const char *flags[] = {"-o"};
+        /* Before any work: every output can be written, none is the trace
+         * or another output (exit 2 must leave nothing written). */
+        const char *outputs[] = {out_path, plots_dir};
+        const char *flags[] = {"-o", "--plots"};
         const char *inputs[] = {kind == STUDY_SWEEP ? c.trace : NULL};
-        if (tsim_outfile_check_writable(out_path, &err) ||
-            tsim_outfile_check_distinct(&out_path, flags, 1, inputs, 1, &err))
+        if (tsim_outfile_check_writable(out_path, &err) || tsim_cli_check_output_dir(plots_dir, "--plots", &err) ||
+            tsim_outfile_check_distinct(outputs, flags, 2, inputs, 1, &err))
             return tsim_cli_fail(cmd, &err);
         /* a missing gnuplot fails before the work, not after it */
         if (plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err))
@@ -552,24 +592,23 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
         tsim_study_free(&study);
         return gate_status;
     }
+    /* The result is renamed into place only after the plots are drawn, so
+     * a late failure there leaves no -o file behind. */
     tsim_outfile out;
-    if (tsim_outfile_open(&out, out_path, &err) || tsim_study_print(out.fp, &study, format, show_std, &err) ||
-        tsim_outfile_commit(&out, &err)) {
-        tsim_outfile_abort(&out);
-        tsim_study_free(&study);
-        return tsim_cli_fail(cmd, &err);
-    }
-    if (plots_dir) {
+    rc = tsim_outfile_open(&out, out_path, &err);
+    if (!rc && !(rc = tsim_study_print(out.fp, &study, format, show_std, &err)))
+        rc = tsim_outfile_flush(&out, &err);
+    if (!rc && plots_dir) {
         cJSON *j = tsim_study_json(&study);
-        rc = tsim_plot_result(j, plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err);
+        rc = j ? tsim_plot_result(j, plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err)
+               : tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
         cJSON_Delete(j);
-        if (rc) {
-            tsim_study_free(&study);
-            return tsim_cli_fail(cmd, &err);
-        }
     }
+    if (!rc)
+        rc = tsim_outfile_commit(&out, &err);
+    tsim_outfile_abort(&out);
     tsim_study_free(&study);
-    return gate_status;
+    return rc ? tsim_cli_fail(cmd, &err) : gate_status;
 }
 
 static int run_study(study_kind kind, int argc, char **argv)

@@ -208,6 +208,52 @@ static void config_free(tsim_external_config *cfg)
     free(cfg);
 }
 
+/* The desc's given_option: an exec planner's --LABEL-KEY=VALUE settings as
+ * given, a plugin's every option (defaults included) as it holds them. */
+static bool given_option(const tsim_planner_options *opts, int i, const char **key, char *value, size_t n)
+{
+    const tsim_external_config *cfg = opts->external;
+    if (!cfg || i < 0)
+        return false;
+    if (cfg->kind == TSIM_EXTERNAL_EXEC) {
+        if (i >= cfg->n_options)
+            return false;
+        *key = cfg->keys[i];
+        snprintf(value, n, "%s", cfg->values[i]);
+        return true;
+    }
+    if (i >= cfg->n_plugin_options)
+        return false;
+    const tsim_option_spec *o = &cfg->plugin_options[i];
+    const char *at = (const char *)cfg->options_block + o->offset;
+    *key = o->name + strlen(cfg->label) + 1; /* named LABEL-KEY */
+    switch (o->type) {
+    case TSIM_OPTION_DOUBLE:
+        snprintf(value, n, "%.17g", *(const double *)(const void *)at);
+        break;
+    case TSIM_OPTION_INT:
+        snprintf(value, n, "%d", *(const int *)(const void *)at);
+        break;
+    case TSIM_OPTION_INT64:
+        snprintf(value, n, "%lld", (long long)*(const int64_t *)(const void *)at);
+        break;
+    case TSIM_OPTION_CHOICE: {
+        const char *c = o->choices;
+        for (int k = *(const int *)(const void *)at; k > 0 && c; k--)
+            c = (c = strchr(c, '|')) ? c + 1 : NULL;
+        snprintf(value, n, "%.*s", c ? (int)strcspn(c, "|") : 0, c ? c : "");
+        break;
+    }
+    case TSIM_OPTION_STRING:
+        snprintf(value, n, "%.*s", (int)strnlen(at, o->size), at);
+        break;
+    case TSIM_OPTION_CLEAR:
+        snprintf(value, n, "%s", *(const bool *)(const void *)at ? "true" : "false");
+        break;
+    }
+    return true;
+}
+
 static int resolve(tsim_planner *p, const char *name, const char *options, tsim_error *err)
 {
     tsim_external_config *cfg = calloc(1, sizeof *cfg);
@@ -247,6 +293,7 @@ static int resolve(tsim_planner *p, const char *name, const char *options, tsim_
         }
     }
     cfg->desc.name = cfg->name;
+    cfg->desc.given_option = given_option;
     pthread_mutex_lock(&lock);
     if (n_configs == cap_configs) {
         int cap = cap_configs ? 2 * cap_configs : 8;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "registry.h"
 #include "report.h"
 #include "commands.h"
 #include "external.h"
@@ -33,14 +34,17 @@ static const command commands[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: taotsim COMMAND [options]\n"
-            "\n"
-            "Replays MoE routing traces through expert-replica planners (TAOT, ECHO,\n"
-            "LLEP, LPLB, none) and measures residual imbalance and weighted\n"
-            "communication cost.\n"
-            "\n"
-            "Commands:\n");
+    fprintf(out, "usage: taotsim COMMAND [options]\n"
+                 "\n"
+                 "Replays MoE routing traces through expert-replica planners and measures\n"
+                 "residual imbalance and weighted communication cost.\n"
+                 "Planners:");
+    /* from the registry, so a new planner is listed without editing this */
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++)
+        fprintf(out, "%s %s", d == tsim_planner_all() ? "" : ",", (*d)->name);
+    fprintf(out, ",\nand your own as exec:CMD or plugin:LIB.so ('taotsim replay --help').\n"
+                 "\n"
+                 "Commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(out,

@@ -773,9 +773,153 @@ static void write_curve_rows(text *d, const curves *cv, const double *m, size_t 
 
 /* ---------- the studies ---------- */
 
-/* replay: imbalance per record from "records" (replay --per-record). */
+/* The summary figures of a replay without --per-record: one per metric, a
+ * candlestick per planner (whiskers min to max, box median to p95, a point
+ * at the mean), after a grey "before planning" one where the metric has a
+ * value before planning. */
+static const struct {
+    const char *name;   /* figure replay_NAME */
+    const char *metric; /* results[].metrics.METRIC */
+    const char *before; /* its value before planning, or NULL */
+    double scale;
+    const char *title;
+    const char *ylabel;
+} summary_figures[] = {
+    {"imbalance", "rho_after", "rho_before", 100, "Imbalance", "imbalance (max load - mean) / mean (%)"},
+    {"weighted", "weighted", NULL, 1, "Weighted cost", "weighted cost per record (intra + λ_eval × inter transfers)"},
+    {"intra", "intra", NULL, 1, "Intra-node transfers", "intra-node expert transfers per record"},
+    {"inter", "inter", NULL, 1, "Inter-node transfers", "inter-node expert transfers per record"},
+    {"offloaded", "offloaded", NULL, 1, "Tokens offloaded", "tokens sent to replicas per record"},
+};
+
+enum { SUMMARY_STATS = 5 };
+static const char *const summary_stats[SUMMARY_STATS] = {"min", "p50", "p95", "max", "mean"};
+
+/* The five statistics of results[i].metrics.NAME, scaled. */
+static int need_summary(const cJSON *res, const char *where, const char *name, double scale, double *v,
+                        tsim_error *err)
+{
+    const cJSON *metrics = field(res, "metrics");
+    if (!cJSON_IsObject(metrics))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: missing \"metrics\" (an object)", where);
+    const cJSON *m = field(metrics, name);
+    if (!cJSON_IsObject(m))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s.metrics: missing \"%s\" (an object with \"min\", \"p50\", "
+                              "\"p95\", \"max\" and \"mean\")", where, name);
+    char sub[128];
+    snprintf(sub, sizeof sub, "%s.metrics.%s", where, name);
+    for (int k = 0; k < SUMMARY_STATS; k++) {
+        int rc = need_number(m, sub, summary_stats[k], &v[k], err);
+        if (rc)
+            return rc;
+        v[k] *= scale;
+    }
+    return TSIM_OK;
+}
+
+/* One data row: x, the label, the colour as an integer (lc rgb variable),
+ * then min p50 p95 max mean. */
+static void summary_row(text *d, size_t x, const char *label, const char *colour, const double *v)
+{
+    text_add(d, "%zu \"%s\" %ld", x, label, strtol(colour + 1, NULL, 16));
+    for (int k = 0; k < SUMMARY_STATS; k++) {
+        text_add(d, " ");
+        text_num(d, v[k]);
+    }
+    text_add(d, "\n");
+}
+
+static int summary_figure(plotset *ps, study *s, size_t f, const int *order, size_t n)
+{
+    tsim_error *err = s->err;
+    char name[64], where[64];
+    snprintf(name, sizeof name, "replay_%s", summary_figures[f].name);
+    text *d = add_dat(ps, name);
+    if (!d)
+        return err->code;
+    text_add(d, "# taotsim plot: replay: %s per planner, over the records (x label colour min p50 p95 max mean)\n",
+             summary_figures[f].metric);
+    write_na(d, s);
+    double v[SUMMARY_STATS];
+    size_t x = 0;
+    int rc = TSIM_OK;
+    if (summary_figures[f].before) {
+        snprintf(where, sizeof where, "results[%d]", order[0]);
+        rc = need_summary(cJSON_GetArrayItem(s->results, order[0]), where, summary_figures[f].before,
+                          summary_figures[f].scale, v, err);
+        if (rc)
+            return rc;
+        summary_row(d, x++, "before planning", "#999999", v);
+    }
+    for (size_t j = 0; j < n; j++) {
+        snprintf(where, sizeof where, "results[%d]", order[j]);
+        rc = need_summary(cJSON_GetArrayItem(s->results, order[j]), where, summary_figures[f].metric,
+                          summary_figures[f].scale, v, err);
+        if (rc)
+            return rc;
+        summary_row(d, x++, s->labels[j], tsim_plot_planner_colour(s->labels[j]), v);
+    }
+    char data[80], title[160];
+    snprintf(data, sizeof data, "%s.dat", name);
+    snprintf(title, sizeof title, "%s over the records (box: median to p95, whiskers: min to max, point: mean)",
+             summary_figures[f].title);
+    text *vars = add_figure(ps, name, "replay_summary", data, title);
+    if (!vars)
+        return err->code;
+    text_add(vars, "YLABEL = ");
+    text_gp_string(vars, summary_figures[f].ylabel);
+    text_add(vars, "\nNB = %zu\n", x);
+    return TSIM_OK;
+}
+
+/* replay without per-record values: what the summaries hold. */
+static int plot_replay_summary(plotset *ps, study *s)
+{
+    int *order = calloc((size_t)(s->n ? s->n : 1), sizeof *order);
+    if (!order)
+        return oom(s->err);
+    size_t n = 0;
+    int rc = TSIM_OK;
+    char where[96];
+    for (int i = 0; i < s->n && !rc; i++) {
+        const cJSON *res;
+        long p = 0;
+        size_t known = s->planners.n;
+        if ((rc = result_at(s, i, &res, where, sizeof where, &p)) || p < 0)
+            continue;
+        if (s->planners.n == known)
+            rc = tsim_error_set(s->err, TSIM_E_INPUT, "%s: planner '%s' appears twice", where, s->planners.v[p]);
+        else
+            order[n++] = i;
+    }
+    if (!rc)
+        rc = make_labels(s);
+    for (size_t f = 0; f < sizeof summary_figures / sizeof summary_figures[0] && !rc; f++)
+        rc = summary_figure(ps, s, f, order, n);
+    free(order);
+    return rc;
+}
+
+/* Whether any result carries per-record values (a "records" array). */
+static bool replay_has_records(const study *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        const cJSON *member;
+        cJSON_ArrayForEach(member, cJSON_GetArrayItem(s->results, i))
+        {
+            if (member->string && strcmp(member->string, "records") == 0 && cJSON_IsArray(member))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* replay: imbalance per record from "records" (replay --per-record); without
+ * them, the summary figures. */
 static int plot_replay(plotset *ps, study *s)
 {
+    if (!replay_has_records(s))
+        return plot_replay_summary(ps, s);
     tsim_error *err = s->err;
     const cJSON **it = calloc((size_t)s->n, sizeof *it);
     if (!it)

@@ -12,7 +12,10 @@
  *
  * Figures per study (files named after the study):
  *   replay    replay: imbalance per record, before and after each planner
- *             (needs replay --per-record)
+ *             (from replay --per-record); without per-record values,
+ *             replay_imbalance, _weighted, _intra, _inter, _offloaded: a
+ *             candlestick per planner of the summary (min, p50, p95, max,
+ *             mean), imbalance with "before planning" first
  *   table1    table1_weighted, table1_residual (data table1.dat): grouped bars
  *             per (EP, imbalance), one bar per planner, paper values as points,
  *             on a two-level axis (imbalance, then EP size); and per cell

@@ -152,6 +152,10 @@ typedef struct tsim_planner_desc {
     /* Its plans come from outside taotsim (a process or a plugin): a plan the
      * evaluator rejects is an input error (exit 2), not a bug (exit 3). */
     bool external;
+    /* Optional, for result files: option i of this configured planner that
+     * lives outside tsim_planner_options (an external planner's own), as its
+     * key and its value's text; false past the last. */
+    bool (*given_option)(const tsim_planner_options *opts, int i, const char **key, char *value, size_t n);
 } tsim_planner_desc;
 
 

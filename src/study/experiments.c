@@ -120,6 +120,13 @@ static int record_set_generate(record_set *rs, const tsim_gen_params *base, doub
     return rc;
 }
 
+/* Which generated trace an error came from (the grid has several). */
+static void generated_prefix(tsim_error *err, int ep, double target, uint64_t seed)
+{
+    tsim_error_prefix(err, "generated EP%d at %.0f%% imbalance (seed %llu)", ep, target * 100,
+                      (unsigned long long)seed);
+}
+
 /* ---- one grid point: every planner over a record set ------------------------ */
 
 typedef struct {
@@ -140,6 +147,7 @@ static int run_planner(const record_set *rs, const tsim_planner *planner, int sl
                        const tsim_study_config *c, tsim_study_row *row, tsim_series transfers[2], tsim_error *err)
 {
     snprintf(row->planner, sizeof row->planner, "%s", planner->label);
+    snprintf(row->method, sizeof row->method, "%s", planner->desc->name);
     tsim_session s;
     tsim_error init_err = {0};
     int rc = tsim_session_init(&s, rs->ranks, rs->experts, rs->ranks_per_node, slots, rs->home, planner, 1,
@@ -284,6 +292,8 @@ static int table1_job(void *ctx_, int cell, tsim_error *err)
     }
     rc = run_planners(&rs, ctx->pl.planners, ctx->pl.n, ctx->c->slots, ctx->c->lambda_eval, ctx->c, rows, err);
     record_set_free(&rs);
+    if (rc) /* ten traces: say which one */
+        tsim_error_prefix(err, "%s", path);
     return rc;
 }
 
@@ -425,8 +435,8 @@ static int table1_finish(tsim_study *out, tsim_error *err)
             cJSON_AddNumberToObject(j, "imbalance", a->imbalance);
             tsim_paper_cell pa, pb;
             double ls;
-            if (tsim_paper_table1(a->ep, a->imbalance, "taot", &pa) &&
-                tsim_paper_table1(b->ep, b->imbalance, b->planner, &pb) &&
+            if (tsim_paper_table1(a->ep, a->imbalance, tsim_study_row_method(a), &pa) &&
+                tsim_paper_table1(b->ep, b->imbalance, tsim_study_row_method(b), &pb) &&
                 tsim_break_even(pa.intra, pa.inter, pb.intra, pb.inter, &ls) == 0)
                 cJSON_AddNumberToObject(j, "paper_lambda_star", ls);
             else
@@ -461,6 +471,8 @@ static int ablation_job(void *ctx_, int seed_index, tsim_error *err)
     tsim_study_row *rows = ctx->rows + (size_t)seed_index * 4;
     rc = run_planners(&rs, ctx->variants, 4, ctx->c->slots, ctx->c->lambda_eval, ctx->c, rows, err);
     record_set_free(&rs);
+    if (rc)
+        generated_prefix(err, p.ep, ctx->c->ablation_imbalance, p.seed);
     /* what ablation_finish puts on the combined rows */
     for (int v = 0; v < 4; v++) {
         rows[v].ep = ctx->c->ablation_ep;
@@ -577,6 +589,8 @@ static int sweep_job(void *ctx_, int lp, tsim_error *err)
         tsim_study_row src = {0};
         tsim_series ii[2] = {{0}, {0}};
         rc = run_planner(ctx->rs, &pl, c->slots, c->lambda_eval, c, &src, ii, err);
+        if (rc)
+            tsim_error_prefix(err, "%s", c->trace);
         for (int le = 0; le < nle && rc == TSIM_OK; le++) {
             tsim_study_row *row = &rows[(size_t)le * (size_t)n + (size_t)p];
             *row = src;
@@ -712,6 +726,8 @@ static int scaling_job(void *ctx_, int i, tsim_error *err)
     }
     rc = run_planners(&rs, ctx->pl.planners, ctx->pl.n, pt->slots, ctx->c->lambda_eval, ctx->c, rows, err);
     record_set_free(&rs);
+    if (rc)
+        generated_prefix(err, p.ep, pt->imbalance, p.seed);
     return rc;
 }
 

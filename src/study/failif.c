@@ -4,10 +4,10 @@
  *
  * Every recursion is bounded by MAX_DEPTH, on hostile input too: the parser
  * counts its own nesting ('(', function calls, unary minus), and every node
- * records the height of its subtree, so a long flat chain ('1+1+...+1', whose
- * tree is as deep as it is long) is refused at parse time as well. The
- * evaluator and node_free walk only trees that passed, so their recursion is
- * bounded by the same number. */
+ * records how deep the evaluator must recurse below it. A flat chain of one
+ * binding ('1+1+...+1', 'a && b && ...') is walked in a loop, by the
+ * evaluator and by node_free alike, so it adds no depth however long it is;
+ * only real nesting counts. */
 #include "failif.h"
 
 #include <errno.h>
@@ -19,7 +19,7 @@
 
 /* Deeper nesting than this is surely not a gate anyone writes; the bound keeps
  * the recursion off the end of the stack on hostile input. It bounds both the
- * parser's nesting and the height of the tree (operators chained in a row). */
+ * parser's nesting and the recursion depth of the tree. */
 #define MAX_DEPTH 200
 
 typedef enum {
@@ -76,7 +76,7 @@ typedef struct fnode {
     node_kind kind;
     int col;     /* where the node's text starts (its '(' when parenthesised) */
     int op_col;  /* the operator's column, for binary nodes */
-    int height;  /* nodes on the longest path down from here, this one included */
+    int height;  /* recursion levels the evaluator needs here, this one included */
     double num;  /* N_NUM */
     char *text;  /* N_NUM: the literal as written; N_NAME: the name */
     struct fnode *a, *b;
@@ -186,14 +186,26 @@ static int precedence(node_kind k)
     }
 }
 
+/* Down the left side in a loop: a flat chain's tree is as deep as it is
+ * long, and only right children (bounded by the height) recurse. */
 static void node_free(fnode *n)
 {
-    if (!n)
-        return;
-    node_free(n->a);
-    node_free(n->b);
-    free(n->text);
-    free(n);
+    while (n) {
+        fnode *next = n->a;
+        node_free(n->b);
+        free(n->text);
+        free(n);
+        n = next;
+    }
+}
+
+/* Whether a binary node of this kind continues the chain of its left child
+ * a ('a + b - c', '&&' after '&&'): the evaluator then walks down to a in a
+ * loop. Comparisons do not chain; unary minus and calls nest. */
+static bool chains_left(node_kind kind, const fnode *a)
+{
+    int p = precedence(kind);
+    return a && a->b && precedence(a->kind) == p && (p == 1 || p == 2 || p == 4 || p == 5);
 }
 
 static fnode *node_new(node_kind kind, int col)
@@ -248,8 +260,8 @@ static int too_deep(const parser *p, int col)
 }
 
 /* Hangs a and b (either may be NULL) under n and records n's height. False,
- * with the error set, when the tree would get deeper than MAX_DEPTH; the
- * caller then frees n, children included. */
+ * with the error set, when evaluating n would recurse deeper than MAX_DEPTH;
+ * the caller then frees n, children included. */
 static bool adopt(const parser *p, fnode *n, fnode *a, fnode *b, int col)
 {
     n->a = a;
@@ -260,6 +272,9 @@ static bool adopt(const parser *p, fnode *n, fnode *a, fnode *b, int col)
     if (b && b->height > below)
         below = b->height;
     n->height = below + 1;
+    /* The chain below costs no recursion, only the right operand does. */
+    if (b && chains_left(n->kind, a))
+        n->height = a->height > b->height + 1 ? a->height : b->height + 1;
     if (n->height > MAX_DEPTH) {
         too_deep(p, col);
         return false;
@@ -853,6 +868,7 @@ typedef struct {
 } evaluator;
 
 static int eval_node(evaluator *ev, const fnode *n, double *v);
+static int eval_chain(evaluator *ev, const fnode *n, double *v);
 
 /* Renders a child, in parentheses when its binding is weaker than the
  * parent's (or equal, on the right: the tree is left associative). */
@@ -931,16 +947,12 @@ static int eval_node(evaluator *ev, const fnode *n, double *v)
     default:
         break;
     }
-    /* Binary operators. Both sides are always evaluated, so that every name
-     * is checked whatever the outcome. */
-    bool cmp = precedence(n->kind) == 3;
-    rc = cmp ? eval_side(ev, n, n->a, false, &a) : eval_child(ev, n, n->a, false, &a);
-    if (rc)
-        return rc;
-    sb_add(&ev->sb, " %s ", op_text(n->kind));
-    rc = cmp ? eval_side(ev, n, n->b, true, &b) : eval_child(ev, n, n->b, true, &b);
-    if (rc)
-        return rc;
+    return eval_chain(ev, n, v);
+}
+
+/* a op b for a binary node n. */
+static int apply(evaluator *ev, const fnode *n, double a, double b, double *v)
+{
     switch (n->kind) {
     case N_ADD:
         *v = a + b;
@@ -987,6 +999,53 @@ static int eval_node(evaluator *ev, const fnode *n, double *v)
     return TSIM_OK;
 }
 
+/* A binary node and the chain of its binding below it, left to right in a
+ * loop (a comparison is a chain of one). Both sides are always evaluated, so
+ * that every name is checked whatever the outcome. */
+static int eval_chain(evaluator *ev, const fnode *n, double *v)
+{
+    size_t len = 1;
+    for (const fnode *m = n; chains_left(m->kind, m->a); m = m->a)
+        len++;
+    const fnode **spine = malloc(len * sizeof *spine);
+    if (!spine)
+        return out_of_memory(ev->err);
+    spine[0] = n;
+    for (size_t i = 1; i < len; i++)
+        spine[i] = spine[i - 1]->a;
+    bool cmp = precedence(n->kind) == 3;
+    const fnode *bottom = spine[len - 1];
+    double acc = 0, b = 0;
+    int rc = cmp ? eval_side(ev, bottom, bottom->a, false, &acc) : eval_child(ev, bottom, bottom->a, false, &acc);
+    for (size_t i = len; rc == TSIM_OK && i-- > 0;) {
+        const fnode *m = spine[i];
+        sb_add(&ev->sb, " %s ", op_text(m->kind));
+        rc = cmp ? eval_side(ev, m, m->b, true, &b) : eval_child(ev, m, m->b, true, &b);
+        if (rc == TSIM_OK)
+            rc = apply(ev, m, acc, b, &acc);
+    }
+    free(spine);
+    *v = acc;
+    return rc;
+}
+
+/* Copies an explanation into size bytes; a longer one keeps its head and
+ * its tail (where the values and the verdict are), joined by " ... ". */
+static void shorten(const char *text, size_t len, char *out, size_t size)
+{
+    static const char gap[] = " ... ";
+    if (len < size || size < 2 * sizeof gap) {
+        snprintf(out, size, "%s", text);
+        return;
+    }
+    size_t keep = size - sizeof gap; /* characters kept, besides the gap and the NUL */
+    size_t tail = keep / 3, head = keep - tail;
+    memcpy(out, text, head);
+    memcpy(out + head, gap, sizeof gap - 1);
+    memcpy(out + head + sizeof gap - 1, text + len - tail, tail);
+    out[size - 1] = '\0';
+}
+
 int tsim_failif_eval(const tsim_failif *f, tsim_failif_lookup lookup, void *ctx, bool *holds, char *explain,
                      size_t explain_size, tsim_error *err)
 {
@@ -1001,7 +1060,7 @@ int tsim_failif_eval(const tsim_failif *f, tsim_failif_lookup lookup, void *ctx,
     if (rc == TSIM_OK) {
         *holds = v != 0;
         if (explain && explain_size)
-            snprintf(explain, explain_size, "%s", ev.sb.buf ? ev.sb.buf : "");
+            shorten(ev.sb.buf ? ev.sb.buf : "", ev.sb.len, explain, explain_size);
     }
     free(ev.sb.buf);
     return rc;
@@ -1014,7 +1073,8 @@ int tsim_failif_check(const char *expr, tsim_failif_lookup lookup, void *ctx, ts
     if (rc)
         return rc;
     bool holds = false;
-    char explain[TSIM_ERROR_MSG_MAX];
+    /* Room for the quoted expression in front, so that the tail shows. */
+    char explain[TSIM_ERROR_MSG_MAX - 256];
     rc = tsim_failif_eval(f, lookup, ctx, &holds, explain, sizeof explain, err);
     if (rc == TSIM_OK && holds)
         rc = tsim_error_set(err, TSIM_E_CHECK, "--fail-if '%.*s%s' holds: %s", QUOTE(f->text), explain);

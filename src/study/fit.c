@@ -440,13 +440,14 @@ int tsim_run_table1_regime(const tsim_study_config *c, const tsim_regime *r, tsi
 /* The default grid spans the regimes the issue's probe pointed at: one hot
  * rank, the first two, one or two per node (the hot load inside one node or
  * spread over all of them); every expert of a hot rank, the first two or only
- * the first; an even or a strongly skewed hotspot (S = 0, 2); the generator's
+ * the first; an even or a strongly skewed hotspot (S = 0, 2; a single hot
+ * expert per rank takes no skew, see grid_pair_valid); the generator's
  * default background and a nearly uniform one (Dirichlet 200, 1000 per
  * expert: 50 or 100 already give more than 10% base imbalance at EP32, which
- * the 10% cells cannot take); 1024 and 4096 tokens per rank. 4 x 3 x 2 x 2 x 2
- * = 96 regimes of 16 records per cell (4 microbatches x 4 layers); cells that
- * repeat another regime's records (a skew over at most k hot experts) are
- * run once. */
+ * the 10% cells cannot take); 1024 and 4096 tokens per rank. 4 x (3 x 2 - 1)
+ * x 2 x 2 = 80 regimes of 16 records per cell (4 microbatches x 4 layers),
+ * pairwise distinct; cells that repeat another regime's records (a grid
+ * given "2" and "0,1") are run once. */
 void tsim_fit_grid_default(tsim_fit_grid *g)
 {
     memset(g, 0, sizeof *g);
@@ -473,9 +474,42 @@ void tsim_fit_grid_default(tsim_fit_grid *g)
     g->top = 3;
 }
 
+/* Whether hot experts m and skew s make a regime: the generator refuses a
+ * skew with one hot expert per hot rank (at either EP size), which would
+ * only repeat the skew-0 regime. */
+static bool grid_pair_valid(const tsim_fit_grid *g, int m, int s)
+{
+    if (!(g->skews[s] > 0.0))
+        return true;
+    for (int e = 0; e < 2; e++) {
+        int per_rank = g->hot_experts[m] > 0 ? g->hot_experts[m] : g->base.experts / cell_eps[e];
+        if (per_rank < 2)
+            return false;
+    }
+    return true;
+}
+
+/* The valid (hot experts, skew) pairs; with q >= 0, sets *m and *s to the
+ * q-th of them (hot experts major, as the axes are listed). */
+static int grid_pairs(const tsim_fit_grid *g, int q, int *m, int *s)
+{
+    int n = 0;
+    for (int i = 0; i < g->n_hot_experts; i++)
+        for (int j = 0; j < g->n_skews; j++) {
+            if (!grid_pair_valid(g, i, j))
+                continue;
+            if (n++ == q) {
+                *m = i;
+                *s = j;
+            }
+        }
+    return n;
+}
+
 int tsim_fit_grid_regimes(const tsim_fit_grid *g)
 {
-    int64_t n = (int64_t)g->n_placements * g->n_hot_experts * g->n_skews * g->n_concentrations * g->n_tokens;
+    int m, s;
+    int64_t n = (int64_t)g->n_placements * grid_pairs(g, -1, &m, &s) * g->n_concentrations * g->n_tokens;
     return n > MAX_REGIMES ? MAX_REGIMES + 1 : (int)n;
 }
 
@@ -487,10 +521,12 @@ int tsim_fit_grid_regime(const tsim_fit_grid *g, int i, tsim_regime *out, tsim_e
     i /= g->n_tokens;
     int c = i % g->n_concentrations;
     i /= g->n_concentrations;
-    int s = i % g->n_skews;
-    i /= g->n_skews;
-    int m = i % g->n_hot_experts;
-    i /= g->n_hot_experts;
+    int m = 0, s = 0;
+    const int pairs = grid_pairs(g, -1, &m, &s);
+    if (pairs < 1)
+        return tsim_error_set(err, TSIM_E_INPUT, "the grid has no regime");
+    grid_pairs(g, i % pairs, &m, &s);
+    i /= pairs;
     int p = i;
     int rc = tsim_gen_hot_ranks_parse(g->placements[p], &out->gen, err);
     if (rc)
@@ -506,6 +542,10 @@ int tsim_fit_grid_check(const tsim_fit_grid *g, tsim_error *err)
 {
     if (g->n_placements < 1 || g->n_hot_experts < 1 || g->n_skews < 1 || g->n_concentrations < 1 || g->n_tokens < 1)
         return tsim_error_set(err, TSIM_E_INPUT, "every axis of the grid needs at least one value");
+    if (tsim_fit_grid_regimes(g) == 0)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "the grid has no regime: a --hot-skew above 0 needs at least 2 hot experts per hot "
+                              "rank (give --hot-skew 0 too, or --hot-experts 2 or more)");
     if (tsim_fit_grid_regimes(g) > MAX_REGIMES)
         return tsim_error_set(err, TSIM_E_INPUT, "the grid has more than %d regimes; narrow the axes", MAX_REGIMES);
     if (g->top < 1)

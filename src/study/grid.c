@@ -1,12 +1,14 @@
 #include "grid.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     pthread_mutex_t lock;
     int next, done, n;
+    bool failed; /* a job failed: start no more (every lower job has started) */
     tsim_grid_job job;
     tsim_grid_progress progress;
     void *ctx;
@@ -19,12 +21,13 @@ static void *worker(void *arg)
     grid_state *g = arg;
     for (;;) {
         pthread_mutex_lock(&g->lock);
-        int i = g->next < g->n ? g->next++ : -1;
+        int i = g->next < g->n && !g->failed ? g->next++ : -1;
         pthread_mutex_unlock(&g->lock);
         if (i < 0)
             return NULL;
         g->status[i] = g->job(g->ctx, i, &g->errors[i]);
         pthread_mutex_lock(&g->lock);
+        g->failed |= g->status[i] != 0;
         g->done++;
         if (g->progress)
             g->progress(g->ctx, g->done, g->n);

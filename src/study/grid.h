@@ -7,6 +7,10 @@
 
 /* Runs job(ctx, i, err) for i in 0..n-1 on up to `threads` threads. Returns
  * TSIM_OK, or the error of the LOWEST-numbered failing job (deterministic).
+ * Jobs are started in order and none is started after one fails (a study
+ * ends at its first failure instead of waiting out every cell): the jobs
+ * before a failing one have all started, so the lowest failure is the same
+ * for any thread count. Jobs already running finish; their results stand.
  * progress (may be NULL) is called under a lock after each job. */
 typedef int (*tsim_grid_job)(void *ctx, int job, tsim_error *err);
 typedef void (*tsim_grid_progress)(void *ctx, int done, int total);

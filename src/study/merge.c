@@ -404,6 +404,8 @@ static cJSON *row_json(const tsim_study_row *r)
     cJSON_AddNumberToObject(j, "comm_cost", r->comm_cost);
     cJSON_AddStringToObject(j, "key", r->key);
     cJSON_AddStringToObject(j, "planner", r->planner);
+    if (strcmp(tsim_study_row_method(r), r->planner) != 0) /* absent when the label is the name */
+        cJSON_AddStringToObject(j, "method", r->method);
     cJSON_AddBoolToObject(j, "ok", r->ok);
     cJSON_AddStringToObject(j, "error", r->error);
     cJSON_AddNumberToObject(j, "seeds", r->seeds);
@@ -993,6 +995,10 @@ static int row_from_json(const cJSON *j, tsim_study_row *r)
     r->ok = cJSON_IsTrue(item(j, "ok"));
     snprintf(r->key, sizeof r->key, "%s", key->valuestring);
     snprintf(r->planner, sizeof r->planner, "%s", planner->valuestring);
+    const cJSON *method = item(j, "method"); /* the planner's name, when not its label */
+    if (method && (!cJSON_IsString(method) || strlen(method->valuestring) >= sizeof r->method))
+        return -1;
+    snprintf(r->method, sizeof r->method, "%s", method ? method->valuestring : r->planner);
     snprintf(r->error, sizeof r->error, "%s", error->valuestring);
     const cJSON *ms = item(j, "metrics");
     for (int m = 0; m < TSIM_M_COUNT; m++) {

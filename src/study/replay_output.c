@@ -13,7 +13,7 @@ cJSON *tsim_planner_result_json(const tsim_session *s, int i)
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "planner", p->label);
     cJSON_AddStringToObject(j, "algorithm", p->desc->name);
-    cJSON *opts = tsim_vector_options_json(p->desc->name, s->topo.slots, s->topo.ranks_per_node, &p->opts);
+    cJSON *opts = tsim_vector_options_json(p->desc, s->topo.slots, s->topo.ranks_per_node, &p->opts);
     cJSON_DeleteItemFromObjectCaseSensitive(opts, "slots");
     cJSON_DeleteItemFromObjectCaseSensitive(opts, "ranks_per_node");
     cJSON_AddItemToObject(j, "options", opts);

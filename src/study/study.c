@@ -47,9 +47,15 @@ tsim_study_row *tsim_study_add(tsim_study *s)
     return r;
 }
 
+const char *tsim_study_row_method(const tsim_study_row *r)
+{
+    return r->method[0] ? r->method : r->planner;
+}
+
 void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int planner)
 {
     snprintf(row->planner, sizeof row->planner, "%s", s->planners[planner].label);
+    snprintf(row->method, sizeof row->method, "%s", s->planners[planner].desc->name);
     row->ok = true;
     row->records = s->results[planner].records;
     for (int m = 0; m < TSIM_M_COUNT; m++) {
@@ -215,7 +221,7 @@ cJSON *tsim_study_json(const tsim_study *s)
         tsim_paper_ablation pa;
         double speed;
         if (strcmp(s->study, "table1") == 0 && tsim_study_paper_comparable(s) &&
-            tsim_paper_table1(r->ep, r->imbalance, r->planner, &pc)) {
+            tsim_paper_table1(r->ep, r->imbalance, tsim_study_row_method(r), &pc)) {
             cJSON *p = cJSON_AddObjectToObject(j, "paper");
             cJSON_AddNumberToObject(p, "improve_pp", pc.improve_pp);
             cJSON_AddNumberToObject(p, "weighted", pc.weighted);
@@ -228,7 +234,7 @@ cJSON *tsim_study_json(const tsim_study *s)
             cJSON_AddNumberToObject(p, "inter", pa.inter);
             cJSON_AddNumberToObject(p, "weighted", pa.weighted);
         } else if (strcmp(s->study, "scaling") == 0 && r->axis && r->metric_on[TSIM_M_SPEEDUP] &&
-                   strncmp(r->planner, "taot", 4) == 0) {
+                   strcmp(tsim_study_row_method(r), "taot") == 0) {
             double v = strcmp(r->axis, "ep") == 0 ? r->ep : strcmp(r->axis, "slots") == 0 ? r->slots : r->imbalance;
             if (tsim_paper_speedup(r->axis, v, &speed)) {
                 cJSON *p = cJSON_AddObjectToObject(j, "paper");

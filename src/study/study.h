@@ -25,7 +25,10 @@ typedef struct {
     double lambda_plan, lambda_eval;
     int flow_hint, comm_cost; /* ablation: 0/1 */
     char key[64];         /* --fail-if prefix, e.g. "ep16.imb70" */
-    char planner[TSIM_LABEL_MAX];
+    char planner[TSIM_LABEL_MAX]; /* its label */
+    /* the planner's registry name ("llep" for echo=llep): the paper's values
+     * are looked up by it, never by the label; "" = the label (older partials) */
+    char method[TSIM_LABEL_MAX];
     bool ok;              /* false: the planner cannot run this cell */
     char error[256];
     int seeds;            /* per-seed means summarised (ablation), else 1 */
@@ -53,6 +56,9 @@ void tsim_study_init(tsim_study *s, const char *name);
 void tsim_study_free(tsim_study *s);
 /* Appends a zeroed row; NULL when out of memory. */
 tsim_study_row *tsim_study_add(tsim_study *s);
+
+/* The name a row's planner is registered under (see method). */
+const char *tsim_study_row_method(const tsim_study_row *r);
 
 /* Fills a row's metrics from one planner's results of a session. */
 void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int planner);

@@ -10,6 +10,15 @@
 #define CELL 64
 
 /* "12.34" or "12.34 ± 0.56" */
+/* The registry name of the planner labelled `label` (its rows share it). */
+static const char *method_of(const tsim_study *s, const char *label)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->rows[i].planner, label) == 0)
+            return tsim_study_row_method(&s->rows[i]);
+    return label;
+}
+
 static void ours(char *buf, const tsim_summary *s, double scale, int dec, bool show_std)
 {
     char m[32], sd[32];
@@ -174,7 +183,7 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
         snprintf(c[1], CELL, "%d%%", (int)lround(r->imbalance * 100));
         snprintf(c[3], CELL, "%s", r->planner);
         tsim_paper_cell pc;
-        bool have = comparable && tsim_paper_table1(r->ep, r->imbalance, r->planner, &pc);
+        bool have = comparable && tsim_paper_table1(r->ep, r->imbalance, tsim_study_row_method(r), &pc);
         double paper[4] = {pc.improve_pp, pc.weighted, pc.intra, pc.inter};
         const int metric[4] = {TSIM_M_IMPROVE_PP, TSIM_M_WEIGHTED, TSIM_M_INTRA, TSIM_M_INTER};
         if (!r->ok) {
@@ -230,7 +239,8 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
             else if (cJSON_IsNumber(pl))
                 num(c[5], pl->valuedouble, 2);
             else if (!tsim_paper_table1(cJSON_GetObjectItem(j, "ep")->valueint,
-                                        cJSON_GetObjectItem(j, "imbalance")->valuedouble, c[2], &unused))
+                                        cJSON_GetObjectItem(j, "imbalance")->valuedouble, method_of(s, c[2]),
+                                        &unused))
                 snprintf(c[5], CELL, "-"); /* the paper has no such method (eplb, a relabelled planner) */
             else
                 snprintf(c[5], CELL, "none");
@@ -457,7 +467,7 @@ static int print_scaling(FILE *out, const tsim_study *s)
                 if (step) {
                     num(c[k++], r->metrics[TSIM_M_SPEEDUP].mean, 2);
                     double v = a == 0 ? r->ep : a == 2 ? r->slots : r->imbalance, ps;
-                    if (strncmp(r->planner, "taot", 4) == 0 && tsim_paper_speedup(axes[a], v, &ps))
+                    if (strcmp(tsim_study_row_method(r), "taot") == 0 && tsim_paper_speedup(axes[a], v, &ps))
                         num(c[k++], ps, 2);
                     else
                         snprintf(c[k++], CELL, "-");

@@ -284,37 +284,76 @@ void tsim_vector_free(tsim_vector *v)
     memset(v, 0, sizeof *v);
 }
 
-cJSON *tsim_vector_options_json(const char *planner, int slots, int ranks_per_node, const tsim_planner_options *o)
+/* An option's key in the options object: "taot-auction-rounds" ->
+ * "auction_rounds", "taot-no-flow-hint" -> "flow_hint" (the flag's bool). */
+static void option_key(const char *name, const char *planner, bool flag, char *key, size_t n)
+{
+    size_t plen = strlen(planner);
+    if (strncmp(name, planner, plen) == 0 && name[plen] == '-')
+        name += plen + 1;
+    if (flag && strncmp(name, "no-", 3) == 0)
+        name += 3;
+    snprintf(key, n, "%s", name);
+    for (char *p = key; *p; p++)
+        if (*p == '-')
+            *p = '_';
+}
+
+/* One option's value, read through its table entry. */
+static cJSON *option_value(const tsim_option_spec *spec, const tsim_planner_options *o)
+{
+    const void *at = (const char *)o + spec->offset;
+    switch (spec->type) {
+    case TSIM_OPTION_DOUBLE:
+        return cJSON_CreateNumber(*(const double *)at);
+    case TSIM_OPTION_INT:
+        return cJSON_CreateNumber(*(const int *)at);
+    case TSIM_OPTION_INT64:
+        return cJSON_CreateNumber((double)*(const int64_t *)at);
+    case TSIM_OPTION_CHOICE: {
+        const char *c = spec->choices;
+        for (int k = *(const int *)at; k > 0 && c; k--)
+            c = (c = strchr(c, '|')) ? c + 1 : NULL;
+        char text[64];
+        snprintf(text, sizeof text, "%.*s", c ? (int)strcspn(c, "|") : 0, c ? c : "");
+        return cJSON_CreateString(text);
+    }
+    case TSIM_OPTION_STRING: {
+        char text[256];
+        snprintf(text, sizeof text, "%.*s", (int)strnlen(at, spec->size), (const char *)at);
+        return cJSON_CreateString(text);
+    }
+    case TSIM_OPTION_CLEAR:
+        return cJSON_CreateBool(*(const bool *)at);
+    }
+    return cJSON_CreateNull();
+}
+
+/* Walks the planner's own option table, so every planner's options are
+ * recorded, a new one's included, without a list to keep in step here. */
+cJSON *tsim_vector_options_json(const tsim_planner_desc *desc, int slots, int ranks_per_node,
+                                const tsim_planner_options *o)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "slots", slots);
     cJSON_AddNumberToObject(j, "ranks_per_node", ranks_per_node);
-    if (strcmp(planner, "taot") == 0) {
-        cJSON_AddNumberToObject(j, "lambda_plan", o->lambda_plan);
-        cJSON_AddNumberToObject(j, "iters", o->taot.iters);
-        cJSON_AddStringToObject(j, "phase3", o->taot.phase3 == TSIM_TAOT_SPLIT ? "split" : "auction");
-        cJSON_AddBoolToObject(j, "flow_hint", o->taot.flow_hint);
-        cJSON_AddBoolToObject(j, "comm_cost", o->taot.comm_cost);
-        cJSON_AddNumberToObject(j, "self_bonus", o->taot.self_bonus);
-        cJSON_AddNumberToObject(j, "auction_rounds", o->taot.auction_rounds);
-    } else if (strcmp(planner, "llep") == 0) {
-        cJSON_AddNumberToObject(j, "alpha", o->llep.alpha);
-        cJSON_AddNumberToObject(j, "min_chunk", (double)o->llep.min_chunk);
-        cJSON_AddNumberToObject(j, "threshold", o->llep.threshold);
-    } else if (strcmp(planner, "lplb") == 0) {
-        static const char *const solvers[] = {"ipm", "exact"};
-        static const char *const hist[] = {"prev", "none", "oracle"};
-        cJSON_AddStringToObject(j, "graph", o->lplb.graph);
-        cJSON_AddStringToObject(j, "solver", solvers[o->lplb.solver]);
-        cJSON_AddStringToObject(j, "history", hist[o->lplb.history]);
-        if (o->lplb.rehome == TSIM_LPLB_REHOME_EPLB) /* absent by default: older outputs unchanged */
-            cJSON_AddStringToObject(j, "rehome", "eplb");
-    } else if (strcmp(planner, "eplb") == 0) {
-        static const char *const hist[] = {"prev", "oracle", "none"};
-        cJSON_AddNumberToObject(j, "groups", o->eplb.groups);
-        cJSON_AddStringToObject(j, "history", hist[o->eplb.history]);
-        cJSON_AddNumberToObject(j, "interval", o->eplb.interval);
+    char key[128];
+    for (const tsim_option_spec *s = tsim_planner_common_options; s->name; s++) {
+        option_key(s->name, "", s->type == TSIM_OPTION_CLEAR, key, sizeof key);
+        cJSON_AddItemToObject(j, key, option_value(s, o));
     }
+    for (const tsim_option_spec *s = desc->options; s && s->name; s++) {
+        option_key(s->name, desc->name, s->type == TSIM_OPTION_CLEAR, key, sizeof key);
+        /* Where a planner runs is no setting of its plans, which are the same
+         * on every device (the GPU parity tests): plans dumped on a GPU and
+         * on the CPU stay byte-identical. */
+        if (strcmp(key, "device") != 0)
+            cJSON_AddItemToObject(j, key, option_value(s, o));
+    }
+    const char *given;
+    char value[1024];
+    for (int i = 0; desc->given_option && desc->given_option(o, i, &given, value, sizeof value); i++)
+        cJSON_AddItemToObject(j, given, cJSON_CreateString(value));
     return j;
 }
 

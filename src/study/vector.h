@@ -51,8 +51,13 @@ void tsim_vector_free(tsim_vector *v);
  * and the session's previous placement for the rehomed counts. */
 int tsim_vector_run(tsim_session *s, const tsim_vector *v, tsim_error *err);
 
-/* The vector's options object for a planner with these settings. */
-struct cJSON *tsim_vector_options_json(const char *planner, int slots, int ranks_per_node,
+/* The vector's options object for a planner with these settings: slots,
+ * ranks_per_node, lambda_plan, then every option of the planner's table
+ * (named without the planner's prefix, '-' as '_'; a --NAME-no-X flag as
+ * X: true/false; not taot-device, which changes no plan), then what its
+ * given_option hook lists (an external
+ * planner's own options, as text). */
+struct cJSON *tsim_vector_options_json(const tsim_planner_desc *desc, int slots, int ranks_per_node,
                                        const tsim_planner_options *o);
 
 /* One plan as a vector object: name, source "taotsim", planner, options,

@@ -30,10 +30,15 @@
  *     w_e = p_e * (j + 1)^-S        (S = --hot-skew, default 0)
  *
  * so S = 0 spreads the hotspot as the base popularity does and a large S
- * piles it onto the first experts of each hot rank. With m >= k a hot token
+ * piles it onto the first experts of each hot rank. With m > k a hot token
  * picks k distinct hot experts from w (sequentially without replacement, like
- * base tokens); with m < k it picks all m, whatever S, and the remaining
- * k - m from p over the other experts.
+ * base tokens). With m <= k a token's k distinct picks could take every hot
+ * expert, so there the skew acts on how many hot tokens each hot expert gets:
+ * a hot token takes the j-th hot expert of each hot rank with probability
+ * (j + 1)^-S (every one of them at S = 0; the first always), one uniform draw
+ * from the hot stream per hot expert after the first, and its remaining picks
+ * from p over the experts it has not taken. A skew needs two hot experts per
+ * hot rank: with one, (j + 1)^-S is 1 whatever S, and the check refuses it.
  *
  * Random streams. Every (record, source rank) has two GSL mt19937 streams, one
  * for its hot tokens and one for its base tokens, seeded by hashing --seed with
@@ -155,6 +160,12 @@ int tsim_gen_params_check(const tsim_gen_params *p, tsim_error *err)
     if (!(p->hot_skew >= 0.0 && p->hot_skew <= TSIM_GEN_MAX_SKEW))
         return tsim_error_set(err, TSIM_E_INPUT, "--hot-skew %g is out of range 0..%g", p->hot_skew,
                               TSIM_GEN_MAX_SKEW);
+    if (p->hot_skew > 0.0 && tsim_gen_hot_experts_per_rank(p) < 2)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "--hot-skew %g weighs the j-th hot expert of each hot rank by (j + 1)^-S, but each hot "
+                              "rank has one hot expert (%s), so it would change nothing; drop --hot-skew or give "
+                              "--hot-experts 2 or more",
+                              p->hot_skew, p->experts / p->ep == 1 ? "one expert per rank" : "--hot-experts 1");
     if (!(p->hot_fraction >= 0.0 && p->hot_fraction <= 1.0))
         return tsim_error_set(err, TSIM_E_INPUT, "--hot-fraction %g is out of range 0..1", p->hot_fraction);
     if (p->seed > TSIM_GEN_MAX_SEED)
@@ -332,9 +343,12 @@ bool tsim_gen_same_records(const tsim_gen_params *a, const tsim_gen_params *b)
     }
     if (!same)
         return false;
-    const int m = na * tsim_gen_hot_experts_per_rank(a);
-    const double skew_a = m > a->topk ? a->hot_skew : 0.0, skew_b = m > b->topk ? b->hot_skew : 0.0;
-    return skew_a == skew_b;
+    /* The skew enters only through the weights (j + 1)^-S (exactly 1 at
+     * S = 0 and for j = 0), so equal weights give equal records. */
+    for (int j = 1; j < tsim_gen_hot_experts_per_rank(a); j++)
+        if (pow((double)(j + 1), -a->hot_skew) != pow((double)(j + 1), -b->hot_skew))
+            return false;
+    return true;
 }
 
 int64_t tsim_gen_record_count(const tsim_gen_params *p)
@@ -712,14 +726,20 @@ static void sample_rank(tsim_gen *g, int rank, int64_t record)
     gsl_rng_set(g->tok_rng, stream_seed(p->seed, STREAM_HOT, record, rank));
     for (int64_t t = 0; t < hot; t++) {
         g->token_id++;
-        if (m >= k) {
+        if (m > k || (m == k && !g->hot_factor)) {
             pick_distinct(g, &g->hot, k, row);
         } else {
+            /* Every hot expert, or (skewed) the j-th of each rank with
+             * probability (j + 1)^-S; the first (factor 1) draws nothing. */
+            int taken = 0;
             for (int i = 0; i < m; i++) {
+                if (g->hot_factor && g->hot_factor[i] < 1.0 && gsl_rng_uniform(g->tok_rng) >= g->hot_factor[i])
+                    continue;
                 g->stamp[g->hot_experts[i]] = g->token_id;
                 row[g->hot_experts[i]]++;
+                taken++;
             }
-            pick_distinct(g, &g->base, k - m, row);
+            pick_distinct(g, &g->base, k - taken, row);
         }
     }
     gsl_rng_set(g->tok_rng, stream_seed(p->seed, STREAM_BASE, record, rank));

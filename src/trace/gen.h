@@ -86,9 +86,8 @@ int tsim_gen_hot_experts_per_rank(const tsim_gen_params *p);
 bool tsim_gen_default_regime(const tsim_gen_params *p);
 
 /* Whether two checked parameter sets give the same records: equal shape,
- * routing and seed, the same hot ranks (however placed), the same M, and the
- * same skew where it matters (with m <= k hot experts every hot token takes
- * all of them, so the skew changes nothing). */
+ * routing and seed, the same hot ranks (however placed), the same M, and
+ * skews that give the same weights (j + 1)^-S. */
 bool tsim_gen_same_records(const tsim_gen_params *a, const tsim_gen_params *b);
 
 /* Records in the trace: microbatches x layers (microbatch-major). */

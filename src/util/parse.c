@@ -48,10 +48,13 @@ int tsim_parse_double(const char *s, double lo, double hi, double *out, const ch
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end != '\0' || !isfinite(v))
+    if (end == s || *end != '\0' || isnan(v) || (errno && errno != ERANGE))
         return tsim_error_set(err, TSIM_E_INPUT, "%s: '%s' is not a number", what, s);
-    if (v < lo || v > hi)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: %g is out of range %g..%g", what, v, lo, hi);
+    /* ERANGE: an overflow comes back infinite and is out of range; an
+     * underflow (1e-320) is the nearest double, a number like any other.
+     * The message echoes the text as given: %g would print 1.0000001 as 1. */
+    if (isinf(v) || v < lo || v > hi)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: %s is out of range %g..%g", what, s, lo, hi);
     *out = v;
     return TSIM_OK;
 }

@@ -3,7 +3,8 @@
 # line run from the source root with $TAOTSIM set to the binary and $TMP to a
 # fresh scratch directory. Its stdout must equal NAME.out byte for byte and its
 # exit status must equal NAME.status (0 when that file is absent); when
-# NAME.err exists, stderr must equal it too.
+# NAME.err exists, stderr must equal it too; a case that exits non-zero must
+# have one.
 # TSIM_UPDATE_GOLDEN=1 rewrites the .out/.status files from the current binary.
 set -u
 root=${TSIM_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -26,6 +27,10 @@ for cmd in tests/cli/cases/*.cmd; do
         [ -f "$name.err" ] && cp "$scratch/stderr" "$name.err"
         if [ "$status" -ne 0 ]; then echo "$status" >"$name.status"; else rm -f "$name.status"; fi
         echo "updated $name"
+    elif [ "$want_status" != 0 ] && [ ! -f "$name.err" ]; then
+        # every failing case pins its message, not only its status
+        echo "FAIL $name: exits $want_status but has no $name.err to pin its stderr"
+        fail=$((fail + 1))
     elif [ "$status" != "$want_status" ]; then
         echo "FAIL $name: exit status $status, expected $want_status"
         sed 's/^/  stderr: /' "$scratch/stderr" | head -5

@@ -23,8 +23,8 @@ ok() { echo "ok   $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1"; fail=$((fail + 1)); }
 
 # A long trace: per-expert totals, EP16 x 128 experts; replaying it with TAOT
-# and LPLB takes far longer than the second we wait before the signal.
-python3 - "$work/long.jsonl.gz" 200000 <<'PY'
+# and LPLB takes seconds, converting it about a second: both still run when the signal comes.
+python3 - "$work/long.jsonl.gz" 100000 <<'PY'
 import gzip, random, sys
 path, n = sys.argv[1], int(sys.argv[2])
 rnd = random.Random(5)
@@ -35,30 +35,52 @@ with gzip.open(path, "wt", compresslevel=1) as f:
                     for k in range(n)))
 PY
 
-# interrupt SIGNAL WANT DESCRIPTION ARGS...: starts taotsim ARGS (outputs under
-# $work/out), sends SIGNAL after a second, and checks the exit status and that
-# $work/out is empty afterwards.
+# catches PID SIGNAL: true once PID has a handler for SIGNAL (Linux's
+# /proc/PID/status, SigCgt: one bit per signal, signal n at bit n - 1).
+catches() {
+    case $2 in HUP) n=1 ;; INT) n=2 ;; QUIT) n=3 ;; PIPE) n=13 ;; TERM) n=15 ;; *) return 1 ;; esac
+    mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+    [ -n "$mask" ] || return 1
+    mask=${mask#????????}
+    [ $(((0x$mask >> (n - 1)) & 1)) -eq 1 ]
+}
+
+# interrupt SIGNAL WANT WAIT DESCRIPTION ARGS...: starts taotsim ARGS (outputs
+# under $work/out), sends SIGNAL once the run is under way, and checks the exit
+# status and that $work/out is empty afterwards. WAIT says when that is:
+# "data", a temporary output with data in it (so the signal lands mid-write);
+# "handler", taotsim has installed its handler for SIGNAL (for runs that write
+# their output only at the end). Polling, at most 20 s, instead of fixed sleeps.
 interrupt() {
     sig=$1
     want=$2
-    what=$3
-    shift 3
+    until=$3
+    what=$4
+    shift 4
     rm -rf "$work/out"
     mkdir "$work/out"
     "$bin" "$@" >"$work/stdout" 2>"$work/stderr" &
     pid=$!
-    # wait until a temporary exists (the run is under way), at most 10 s
     i=0
-    while [ $i -lt 100 ] && [ -z "$(ls -A "$work/out")" ]; do
-        sleep 0.1
+    while [ $i -lt 400 ]; do
+        if [ "$until" = data ]; then
+            [ -n "$(find "$work/out" -type f -size +0 2>/dev/null)" ] && break
+        else
+            catches "$pid" "$sig" && break
+        fi
+        sleep 0.05
         i=$((i + 1))
     done
-    sleep 1
+    reached=$i
+    # a little more work between the handler and the signal
+    [ "$until" = handler ] && sleep 0.2
     kill -"$sig" "$pid" 2>/dev/null
     wait "$pid"
     status=$?
     left=$(ls -A "$work/out")
-    if [ "$status" != "$want" ]; then
+    if [ "$reached" -ge 400 ]; then
+        bad "$what: no $until after 20 s"
+    elif [ "$status" != "$want" ]; then
         bad "$what: exit status $status, expected $want"
         head -3 "$work/stderr"
     elif [ -n "$left" ]; then
@@ -68,25 +90,25 @@ interrupt() {
     fi
 }
 
-interrupt INT 130 "SIGINT during replay -o --dump-plans" replay "$work/long.jsonl.gz" --planners taot,lplb \
+interrupt INT 130 data "SIGINT during replay -o --dump-plans" replay "$work/long.jsonl.gz" --planners taot,lplb \
     --dump-plans "$work/out/plans.jsonl" -o "$work/out/result.json" --format json
-interrupt TERM 143 "SIGTERM during replay -o --dump-plans" replay "$work/long.jsonl.gz" --planners taot,lplb \
+interrupt TERM 143 data "SIGTERM during replay -o --dump-plans" replay "$work/long.jsonl.gz" --planners taot,lplb \
     --dump-plans "$work/out/plans.jsonl" -o "$work/out/result.md"
-interrupt HUP 129 "SIGHUP during replay -o --dump-plans" replay "$work/long.jsonl.gz" --planners taot,lplb \
+interrupt HUP 129 data "SIGHUP during replay -o --dump-plans" replay "$work/long.jsonl.gz" --planners taot,lplb \
     --dump-plans "$work/out/plans.jsonl" -o "$work/out/result.md"
-interrupt PIPE 141 "SIGPIPE during replay -o" replay "$work/long.jsonl.gz" --planners taot,lplb \
+interrupt PIPE 141 handler "SIGPIPE during replay -o" replay "$work/long.jsonl.gz" --planners taot,lplb \
     -o "$work/out/result.md"
-interrupt QUIT 131 "SIGQUIT during replay -o" replay "$work/long.jsonl.gz" --planners taot,lplb \
+interrupt QUIT 131 handler "SIGQUIT during replay -o" replay "$work/long.jsonl.gz" --planners taot,lplb \
     -o "$work/out/result.md"
 # Every other signal whose default action ends the process cleans up too
 # (issue 20 item 11), with -j 2: the temporaries are open while workers plan.
 # A crash signal keeps its default action after the cleanup (a signal death).
 for pair in USR1:138 USR2:140 ALRM:142 VTALRM:154 PROF:155 SEGV:139 ABRT:134 BUS:135; do
-    interrupt "${pair%:*}" "${pair#*:}" "SIG${pair%:*} during replay -j 2 -o --dump-plans" replay "$work/long.jsonl.gz" \
+    interrupt "${pair%:*}" "${pair#*:}" data "SIG${pair%:*} during replay -j 2 -o --dump-plans" replay "$work/long.jsonl.gz" \
         -j 2 --planners taot,lplb --dump-plans "$work/out/d.jsonl" -o "$work/out/o.md"
 done
-interrupt INT 130 "SIGINT during gen" gen --microbatches 200000 --tokens 64 -o "$work/out/gen.jsonl.gz"
-interrupt INT 130 "SIGINT during convert" convert "$work/long.jsonl.gz" "$work/out/long.json"
+interrupt INT 130 handler "SIGINT during gen" gen --microbatches 200000 --tokens 64 -o "$work/out/gen.jsonl.gz"
+interrupt INT 130 data "SIGINT during convert" convert "$work/long.jsonl.gz" "$work/out/long.json"
 
 # full_disk WANT PATTERN DESCRIPTION ARGS...: the run must fail with WANT, say
 # PATTERN on stderr, and leave $work/out empty.

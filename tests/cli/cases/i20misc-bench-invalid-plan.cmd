@@ -1,0 +1,1 @@
+printf '%s\n' 'read hello; echo "{\"ok\":true}"' 'while read line; do id=${line#*\"id\":}; echo "{\"id\":${id%%,*},\"replicas\":[[0,0,0,1]],\"alloc\":[]}"; done' > $TMP/bad.sh; for w in 1 4; do $TAOTSIM bench --planners "taot,b=exec:sh $TMP/bad.sh" --shapes 4:8:1,8:16:1 --records 10 --exec-window $w; echo "exit $?"; done

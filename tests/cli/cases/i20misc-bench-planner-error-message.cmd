@@ -1,0 +1,1 @@
+printf '%s\n' 'read hello; echo "{\"ok\":true}"' 'read line; id=${line#*\"id\":}; echo "{\"id\":${id%%,*},\"error\":\"the planner could not place expert 0 because every guest slot of every rank in the topology is taken by the previous plan\"}"' > $TMP/err.sh; $TAOTSIM bench --planners "e=exec:sh $TMP/err.sh" --shapes 4:8:1 --records 10 --format json

@@ -1,0 +1,1 @@
+$TAOTSIM bench --planners taot,taot-split=taot:--taot-phase3=split,echo --shapes 4:8:1 --records 20 --format csv | cut -d, -f1-5,9-; $TAOTSIM bench --planners taot,echo --shapes 4:8:1 --records 20 --format csv | cut -d, -f1-5,9-; $TAOTSIM bench --help | grep -A2 "names its own"

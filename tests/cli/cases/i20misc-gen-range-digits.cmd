@@ -1,0 +1,1 @@
+$TAOTSIM gen -o $TMP/g.json --ep 4 --experts 8 --microbatches 1 --layers 1 --tokens 16 --topk 2 --hot-fraction 1.0000001; $TAOTSIM gen -o $TMP/g.json --ep 4 --experts 8 --microbatches 1 --layers 1 --tokens 16 --topk 2 --hot-fraction=-0.00000001

@@ -1,0 +1,1 @@
+for s in 1e-320 -1e-320 1e400 nan 16.000000000001; do $TAOTSIM gen -o $TMP/g.jsonl --ep 4 --experts 8 --microbatches 1 --layers 1 --tokens 16 --topk 2 --hot-fraction 0.5 --hot-skew $s 2>&1 | sed "s#$TMP#TMP#"; done; head -c 400 $TMP/g.jsonl | tr "," "\n" | grep skew

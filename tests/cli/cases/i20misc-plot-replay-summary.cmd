@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners taot,echo --format json > $TMP/r.json && $TAOTSIM plot $TMP/r.json -o $TMP/p --format none | sed "s#$TMP#TMP#" && cat $TMP/p/replay_imbalance.dat $TMP/p/replay_weighted.dat

@@ -1,0 +1,1 @@
+cd $TMP && printf "#!/bin/sh\n[ \$# -eq 2 ] && exit 0\necho cannot draw >&2\nexit 1\n" > failgp && chmod +x failgp && TAOTSIM_GNUPLOT=$TMP/failgp $TAOTSIM fit --hot-ranks 1 --hot-experts all --concentration 200 --tokens 256 --microbatches 1 --layers 2 --plots figs --save-regime regime-x.json -o fit.md; s=$?; test -e fit.md && echo LEFT; test -e regime-x.json && echo LEFT; exit $s

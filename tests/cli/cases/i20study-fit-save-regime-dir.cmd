@@ -1,0 +1,1 @@
+cd $TMP && mkdir regime-x.json && $TAOTSIM fit --hot-ranks 1 --hot-experts all --concentration 200 --tokens 256 --microbatches 1 --layers 2 --save-regime regime-x.json -o fit.md; s=$?; test -e fit.md && echo LEFT; exit $s

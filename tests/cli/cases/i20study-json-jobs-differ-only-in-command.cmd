@@ -1,0 +1,1 @@
+$TAOTSIM table1 --traces traces -j 1 --format json > $TMP/a.json && $TAOTSIM table1 --traces traces -j 3 --format json > $TMP/b.json && diff $TMP/a.json $TMP/b.json; $TAOTSIM table1 --help | grep -A1 -e "--jobs"

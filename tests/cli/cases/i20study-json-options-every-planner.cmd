@@ -1,0 +1,1 @@
+E=${TSIM_EXAMPLE_PLANNERS:-build/examples/planners}; $TAOTSIM replay traces/tiny-4rank.json --planners "fastermoe,optimal:--optimal-mu=0.5,g=exec:$E/greedy,p=plugin:$E/libgreedy_plugin.so:--divisor=3" --g-depth=7 --format json | sed -n "/\"options\"/,/}/p"

@@ -1,0 +1,1 @@
+$TAOTSIM --help | sed -n "/^Planners:/,/^$/p"

@@ -1,0 +1,1 @@
+cd $TMP && touch AFILE && $TAOTSIM replay $OLDPWD/traces/ep16-imb30.jsonl.gz --planners echo --shard 0/1 -o p0.json && $TAOTSIM merge p0.json --plots AFILE/sub -o m.md; s=$?; test -e m.md && echo LEFT; exit $s

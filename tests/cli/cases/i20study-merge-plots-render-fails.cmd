@@ -1,0 +1,1 @@
+cd $TMP && printf "#!/bin/sh\n[ \$# -eq 2 ] && exit 0\necho cannot draw >&2\nexit 1\n" > failgp && chmod +x failgp && $TAOTSIM sweep --lambda-plan 3 --lambda-eval 3 --planners echo,taot --shard 0/1 -o p0.json && TAOTSIM_GNUPLOT=$TMP/failgp $TAOTSIM merge p0.json --plots figs -o m.md; s=$?; test -e m.md && echo LEFT; exit $s

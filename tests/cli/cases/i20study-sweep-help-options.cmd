@@ -1,0 +1,1 @@
+$TAOTSIM sweep --help | grep -e "--lambda" -e "--slots"

@@ -1,0 +1,1 @@
+cd $TMP && printf "#!/bin/sh\n[ \$# -eq 2 ] && exit 0\necho cannot draw >&2\nexit 1\n" > failgp && chmod +x failgp && TAOTSIM_GNUPLOT=$TMP/failgp $TAOTSIM sweep --lambda-plan 3 --lambda-eval 3 --planners echo,taot --plots figs -o sw.md; s=$?; test -e sw.md && echo LEFT; ls sw.md* 2>/dev/null; exit $s

@@ -1,0 +1,1 @@
+$TAOTSIM table1 --help | grep -o "DIR/ep[^ ]*"

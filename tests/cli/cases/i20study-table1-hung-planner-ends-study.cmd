@@ -1,0 +1,1 @@
+P=${TSIM_TEST_PLANNERS:-build/tests/planners}; timeout 8 $TAOTSIM table1 --traces traces -j 2 --planners "echo,b=exec:$P/broken_planner hang $TMP/pid" --exec-timeout 2 -o $TMP/t1.md; s=$?; for p in $(cat $TMP/pid); do kill -0 $p 2>/dev/null && echo "process $p left behind"; done; test -e $TMP/t1.md && echo LEFT; echo "exit $s"; exit $s

@@ -1,0 +1,1 @@
+P=${TSIM_TEST_PLANNERS:-build/tests/planners}; timeout 8 $TAOTSIM table1 --traces traces -j 1 --planners "echo,b=exec:$P/broken_planner hang $TMP/pid" --exec-timeout 2 -o $TMP/t1.md; s=$?; test -e $TMP/t1.md && echo LEFT; echo "exit $s"; exit $s

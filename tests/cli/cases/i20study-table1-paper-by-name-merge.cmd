@@ -1,0 +1,1 @@
+for i in 0 1; do $TAOTSIM table1 --traces traces --planners echo=llep,taot --shard $i/2 -o $TMP/p$i.json || exit; done; $TAOTSIM table1 --traces traces --planners echo=llep,taot -o $TMP/ref.md && $TAOTSIM merge $TMP/p1.json $TMP/p0.json -o $TMP/m.md && cmp $TMP/ref.md $TMP/m.md && echo "merged: same bytes" && sed -n 5p $TMP/m.md && grep -o "\"method\":.*" $TMP/p0.json | sort -u
