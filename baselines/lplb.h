@@ -91,7 +91,6 @@ bool tsim_lplb_ipm_solve(tsim_lplb_ipm *w, const float *wb, const float *f, floa
 typedef struct {
     int G, D;
     const int32_t *r2o; /* borrowed from the graph */
-    void *lp;           /* glp_prob */
 } tsim_lplb_exact;
 
 int tsim_lplb_exact_init(tsim_lplb_exact *w, const tsim_lplb_graph *g, tsim_error *err);

@@ -15,13 +15,15 @@
 
 #include "lplb.h"
 
-int tsim_lplb_exact_init(tsim_lplb_exact *w, const tsim_lplb_graph *g, tsim_error *err)
+/* GLPK keeps its memory in a per-thread environment, and replay -j starts an
+ * instance on one thread and plans with it on others: a problem used or
+ * deleted on another thread than its own aborts GLPK ("glp_free: memory
+ * allocation error"). So the problem lives within one solve call, and the
+ * calling thread's environment is freed before it returns (no GLPK object
+ * outlives a call anywhere). Building it costs far less than the simplex. */
+static int build_lp(const tsim_lplb_exact *w, glp_prob **out, tsim_error *err)
 {
-    memset(w, 0, sizeof *w);
-    const int G = g->group_size, D = g->dups, GD = G * D;
-    w->G = G;
-    w->D = D;
-    w->r2o = g->r2o;
+    const int G = w->G, D = w->D, GD = G * D;
     glp_term_out(GLP_OFF);
     glp_prob *lp = glp_create_prob();
     if (!lp)
@@ -51,7 +53,7 @@ int tsim_lplb_exact_init(tsim_lplb_exact *w, const tsim_lplb_graph *g, tsim_erro
             val[n] = 1.0;
         }
         for (int d = 0; d < D; d++) {
-            ind[++n] = tsim_lplb_r2o(g, i, d) * D + d + 1;
+            ind[++n] = w->r2o[i * D + d] * D + d + 1;
             val[n] = -1.0;
         }
         ind[++n] = GD + 1;
@@ -61,14 +63,22 @@ int tsim_lplb_exact_init(tsim_lplb_exact *w, const tsim_lplb_graph *g, tsim_erro
     }
     free(ind);
     free(val);
-    w->lp = lp;
+    *out = lp;
+    return TSIM_OK;
+}
+
+int tsim_lplb_exact_init(tsim_lplb_exact *w, const tsim_lplb_graph *g, tsim_error *err)
+{
+    (void)err;
+    memset(w, 0, sizeof *w);
+    w->G = g->group_size;
+    w->D = g->dups;
+    w->r2o = g->r2o;
     return TSIM_OK;
 }
 
 void tsim_lplb_exact_free(tsim_lplb_exact *w)
 {
-    if (w->lp)
-        glp_delete_prob(w->lp);
     memset(w, 0, sizeof *w);
 }
 
@@ -89,10 +99,9 @@ static const char *simplex_error(int rc)
     }
 }
 
-int tsim_lplb_exact_solve(tsim_lplb_exact *w, const double *wb, const double *f, double *x, double *t,
-                          tsim_error *err)
+static int solve_lp(glp_prob *lp, const tsim_lplb_exact *w, const double *wb, const double *f, double *x,
+                    double *t, tsim_error *err)
 {
-    glp_prob *lp = w->lp;
     const int G = w->G, D = w->D, GD = G * D;
     for (int k = 0; k < GD; k++) {
         if (!(wb[k] >= 0.0) || !isfinite(wb[k]))
@@ -128,4 +137,17 @@ int tsim_lplb_exact_solve(tsim_lplb_exact *w, const double *wb, const double *f,
         x[k] = wb[k] > 0.0 ? glp_get_col_prim(lp, k + 1) / wb[k] : 1.0;
     *t = glp_get_col_prim(lp, GD + 1);
     return TSIM_OK;
+}
+
+int tsim_lplb_exact_solve(tsim_lplb_exact *w, const double *wb, const double *f, double *x, double *t,
+                          tsim_error *err)
+{
+    glp_prob *lp = NULL;
+    int rc = build_lp(w, &lp, err);
+    if (rc == TSIM_OK)
+        rc = solve_lp(lp, w, wb, f, x, t, err);
+    if (lp)
+        glp_delete_prob(lp);
+    glp_free_env();
+    return rc;
 }

@@ -21,17 +21,22 @@
  * from the evaluator. Which source ranks send the tokens does not change any
  * load, so it is left to the shared split (taot.md section 3) afterwards.
  *
- * Why this shape: the matrix is built once in init for the topology, and per
- * record only bounds and the E * (R - 1) link coefficients of the y columns
- * change (tpe / mean), so a record costs no rebuild. GLPK's presolve is on and
+ * Why this shape: the matrix depends only on the topology, and per record
+ * only bounds and the E * (R - 1) link coefficients of the y columns change
+ * (tpe / mean). It is still built per record, within the plan call: GLPK keeps
+ * its memory in a per-thread environment, and replay -j starts an instance on
+ * one thread and plans with it on others, so a problem kept in the state
+ * would be used and deleted on another thread than its own, which aborts
+ * GLPK ("glp_free: memory allocation error"); the calling thread's
+ * environment is freed before the call returns. GLPK's presolve is on and
  * rebuilds its own working copy per record, so a record's plan never depends on
  * the records before it; GLPK is single-threaded and nothing randomised is
  * enabled, and the search is bounded by a count of subproblems rather than by
  * the clock, so the same record gives the same plan on any machine under any
  * load and at any -j (GLPK's own tm_lim is left off: a wall-clock limit made
- * the incumbent depend on how far a loaded machine got). Our code allocates
- * nothing per record; GLPK allocates internally in glp_intopt (presolve copy,
- * search tree), which no option avoids.
+ * the incumbent depend on how far a loaded machine got). Our own buffers are
+ * allocated once in init; GLPK allocates the problem and, in glp_intopt, its
+ * presolve copy and search tree per record.
  *
  * Integer tokens: the MIP's f are fractional. Per expert, each replica first
  * gets floor(f) tokens, then the total moved is restored to round(sum_g f)
@@ -82,7 +87,7 @@ typedef struct {
     double *frac;           /* [P] fractional part left after the floor */
     int col_ind[3];         /* one y column: link row, slot row (1-based) */
     double col_val[3];
-    glp_prob *lp;
+    glp_prob *lp;           /* only within a plan call (header comment) */
     tsim_split_scratch split;
     tsim_optimal_stats stats;
 } optimal_state;
@@ -107,8 +112,6 @@ static void optimal_free(void *state)
     optimal_state *s = state;
     if (!s)
         return;
-    if (s->lp)
-        glp_delete_prob(s->lp);
     tsim_split_scratch_free(&s->split);
     free(s->home);
     free(s->pair_guest);
@@ -119,7 +122,8 @@ static void optimal_free(void *state)
     free(s);
 }
 
-/* Builds the constraint matrix and the objective once; bounds come per record. */
+/* Builds the constraint matrix and the objective (per record, in
+ * optimal_plan's thread); load_record sets the record's bounds. */
 static int build_problem(optimal_state *s, tsim_error *err)
 {
     const int P = s->P, E = s->E, R = s->R;
@@ -232,14 +236,6 @@ static int optimal_init(void **state, const tsim_topology *topo, const tsim_plan
     if (rc) {
         optimal_free(s);
         return rc;
-    }
-    glp_term_out(GLP_OFF);
-    if (s->P > 0 && K > 0) {
-        rc = build_problem(s, err);
-        if (rc) {
-            optimal_free(s);
-            return rc;
-        }
     }
     *state = s;
     return TSIM_OK;
@@ -364,9 +360,8 @@ static void round_expert(optimal_state *s, int e, double mean)
     }
 }
 
-static int optimal_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_error *err)
+static int optimal_solve(optimal_state *s, const tsim_record *rec, tsim_plan *out, tsim_error *err)
 {
-    optimal_state *s = state;
     tsim_plan_reset(out);
     out->slot_limited = true;
     if (rec->ranks != s->R || rec->experts != s->E)
@@ -394,6 +389,9 @@ static int optimal_plan(void *state, const tsim_record *rec, tsim_plan *out, tsi
         return TSIM_OK; /* nothing can move: the empty plan */
     const double mean = (double)total / (double)R;
 
+    int rc = build_problem(s, err);
+    if (rc)
+        return rc;
     load_record(s, mean);
     glp_iocp parm;
     glp_init_iocp(&parm);
@@ -403,7 +401,7 @@ static int optimal_plan(void *state, const tsim_record *rec, tsim_plan *out, tsi
     search_budget budget = {.limit = s->node_limit, .selected = 0, .gap = 0.0};
     parm.cb_func = search_callback;
     parm.cb_info = &budget;
-    int rc = glp_intopt(s->lp, &parm);
+    rc = glp_intopt(s->lp, &parm);
     int mip = glp_mip_status(s->lp);
     st->last_nodes = budget.selected;
     st->last_gap = budget.gap;
@@ -465,6 +463,19 @@ static int optimal_plan(void *state, const tsim_record *rec, tsim_plan *out, tsi
         return rc;
     tsim_plan_drop_empty(out);
     return TSIM_OK;
+}
+
+/* The problem lives within this call, on the calling thread (header comment). */
+static int optimal_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_error *err)
+{
+    optimal_state *s = state;
+    glp_term_out(GLP_OFF);
+    int rc = optimal_solve(s, rec, out, err);
+    if (s->lp)
+        glp_delete_prob(s->lp);
+    s->lp = NULL;
+    glp_free_env();
+    return rc;
 }
 
 void tsim_optimal_stats_get(const void *state, tsim_optimal_stats *out)

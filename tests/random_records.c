@@ -31,6 +31,39 @@ void tsim_random_shape_draw(uint64_t *state, int max_ranks, tsim_random_shape *s
     s->ranks_per_node = rpns[tsim_rand_range(state, 0, 3)];
 }
 
+void tsim_random_shape_draw_any(uint64_t *state, int max_ranks, tsim_random_shape *s)
+{
+    static const int slot_choices[] = {1, 2, 2}; /* the paper's K = 2 most often */
+    if (tsim_rand_range(state, 0, 4) < 3 && max_ranks >= 4) { /* a cluster */
+        int most = 2; /* the largest power of two in range, at most 2^6 */
+        while (most < 6 && (2 << most) <= max_ranks)
+            most++;
+        s->ranks = 1 << (int)tsim_rand_range(state, 2, most);
+        s->ranks_per_node = 1 << (int)tsim_rand_range(state, 0, s->ranks >= 8 ? 3 : 2);
+        s->slots = slot_choices[tsim_rand_range(state, 0, 2)];
+        s->experts = s->ranks * (int)tsim_rand_range(state, 2, 8);
+        return;
+    }
+    int64_t top = INT64_C(1) << tsim_rand_range(state, 0, 6); /* anything in range, small R more often */
+    s->ranks = (int)tsim_rand_range(state, 1, top < max_ranks ? top : max_ranks);
+    s->ranks_per_node = (int)tsim_rand_range(state, 1, 8);
+    s->slots = (int)tsim_rand_range(state, 0, 4);
+    s->experts = s->ranks * (int)tsim_rand_range(state, 1, 8);
+}
+
+void tsim_random_home(uint64_t *state, const tsim_random_shape *s, int32_t *home)
+{
+    const int E = s->experts, hpr = E / s->ranks;
+    for (int e = 0; e < E; e++)
+        home[e] = e / hpr;
+    for (int e = E - 1; e > 0; e--) { /* Fisher-Yates keeps each rank's count */
+        int j = (int)tsim_rand_range(state, 0, e);
+        int32_t t = home[e];
+        home[e] = home[j];
+        home[j] = t;
+    }
+}
+
 void tsim_random_record(uint64_t *state, const tsim_random_shape *s, tsim_record *rec)
 {
     const int R = s->ranks, E = s->experts;

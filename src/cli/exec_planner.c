@@ -996,6 +996,7 @@ static int read_handshake(exec_state *x, const char *line, size_t len, tsim_erro
     int rc = TSIM_OK;
     if (cJSON_IsFalse(ok)) {
         rc = fail(x, err, "declined: %s", cJSON_IsString(error) ? error->valuestring : "(no \"error\" given)");
+        err->declined = true;
     } else if (!cJSON_IsTrue(ok)) {
         rc = fail(x, err, "handshake: expected {\"ok\":true,...}, got '%s'", ex);
     } else if (version && !(cJSON_IsNumber(version) && version->valuedouble == PROTOCOL_VERSION)) {

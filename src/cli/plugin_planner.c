@@ -352,6 +352,7 @@ static int plugin_init(void **state, const tsim_topology *topo, const tsim_plann
         ps->error[sizeof ps->error - 1] = '\0';
         rc = tsim_error_set(err, TSIM_E_INPUT, "plugin '%s' declined: %s", ps->d->name,
                             ps->error[0] ? ps->error : "(no message)");
+        err->declined = true;
         plugin_free(ps);
         return rc;
     }

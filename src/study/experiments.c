@@ -152,7 +152,7 @@ static int run_planner(const record_set *rs, const tsim_planner *planner, int sl
     tsim_error init_err = {0};
     int rc = tsim_session_init(&s, rs->ranks, rs->experts, rs->ranks_per_node, slots, rs->home, planner, 1,
                                lambda_eval, &init_err);
-    if (rc == TSIM_E_INPUT) {
+    if (tsim_session_init_refused(planner, rc, &init_err)) {
         row->ok = false;
         snprintf(row->error, sizeof row->error, "%s", init_err.msg);
         return TSIM_OK;

@@ -295,7 +295,7 @@ static int run_cell(const tsim_study_config *c, const tsim_regime *r, int cell, 
         tsim_error init_err = {0};
         rc = tsim_session_init(&s[p], ep, r->gen.experts, r->gen.ranks_per_node, c->slots, NULL, &planners[p], 1,
                                c->lambda_eval, &init_err);
-        if (rc == TSIM_E_INPUT) {
+        if (tsim_session_init_refused(&planners[p], rc, &init_err)) {
             rows[p].ok = false;
             snprintf(rows[p].error, sizeof rows[p].error, "%s", init_err.msg);
             rc = TSIM_OK;
@@ -315,6 +315,8 @@ static int run_cell(const tsim_study_config *c, const tsim_regime *r, int cell, 
         for (int p = 0; p < n && !rc; p++)
             if (live[p])
                 rc = tsim_session_record(&s[p], rec, err);
+    if (rc) /* say which generated trace, as table1 names its trace file */
+        tsim_error_prefix(err, "generated EP%d at %.0f%% imbalance", ep, 100.0 * imb);
     for (int p = 0; p < n && !rc; p++)
         if (live[p])
             tsim_study_row_from_session(&rows[p], &s[p], 0);

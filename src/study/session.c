@@ -171,6 +171,11 @@ int tsim_session_set_previous(tsim_session *s, int planner, int64_t layer, const
     return tsim_previous_placement_put(&s->previous[planner], s->topo.experts, layer, placement, s->topo.home, err);
 }
 
+bool tsim_session_init_refused(const tsim_planner *planner, int rc, const tsim_error *err)
+{
+    return rc == TSIM_E_INPUT && (!planner->desc->external || err->declined);
+}
+
 /* Plans rec with planner i into plan; *ns is the plan call's wall time. */
 static int plan_one(tsim_session *s, int i, const tsim_record *rec, tsim_plan *plan, double *ns, tsim_error *err)
 {

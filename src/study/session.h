@@ -57,6 +57,12 @@ int tsim_previous_placement_put(tsim_previous_placements *pp, int E, int64_t lay
 int tsim_previous_placement_update(tsim_previous_placements *pp, int E, int64_t layer, const tsim_plan *plan,
                                    const int32_t *previous, const int32_t *home, tsim_error *err);
 
+/* Whether a planner that failed to start on this topology only refuses it
+ * (a study shows n/a and goes on): a built-in planner's input error (LPLB
+ * without a graph that fits), or an external planner's explicit decline.
+ * Any other failure of an external planner ends the study. */
+bool tsim_session_init_refused(const tsim_planner *planner, int rc, const tsim_error *err);
+
 struct tsim_session;
 /* Called after each evaluated plan (for --per-record / --dump-plans). The plan
  * may be sorted by the callee. Return non-zero (with err set) to stop. */

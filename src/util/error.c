@@ -12,6 +12,7 @@ int tsim_error_set(tsim_error *err, int code, const char *fmt, ...)
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
         err->code = code;
+        err->declined = false;
     }
     return code;
 }
@@ -48,5 +49,6 @@ void tsim_error_clear(tsim_error *err)
     if (err) {
         err->code = TSIM_OK;
         err->msg[0] = '\0';
+        err->declined = false;
     }
 }

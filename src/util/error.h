@@ -3,6 +3,7 @@
 #ifndef TSIM_ERROR_H
 #define TSIM_ERROR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Status codes double as process exit statuses (cli.md). */
@@ -18,6 +19,10 @@ enum {
 typedef struct {
     int code;
     char msg[TSIM_ERROR_MSG_MAX];
+    /* An external planner said it declines this configuration (a shape it
+     * does not handle): a study shows n/a for it and goes on, where any other
+     * failure of an external planner ends the study. */
+    bool declined;
 } tsim_error;
 
 /* Sets err (if not NULL) and returns code. */

@@ -1,0 +1,1 @@
+P=${TSIM_TEST_PLANNERS:-build/tests/planners}; $TAOTSIM table1 --traces traces -j 1 --planners "echo,b=exec:$P/broken_planner" -o $TMP/t1.md; s=$?; test -e $TMP/t1.md && echo LEFT; echo "exit $s"; exit $s

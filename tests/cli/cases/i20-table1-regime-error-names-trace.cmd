@@ -1,0 +1,1 @@
+P=${TSIM_TEST_PLANNERS:-build/tests/planners}; timeout 20 $TAOTSIM table1 --regime paper -j 1 --planners "echo,b=exec:$P/broken_planner invalid-plan $TMP/pid" -o $TMP/t1.md; s=$?; test -e $TMP/t1.md && echo LEFT; echo "exit $s"; exit $s
