@@ -20,7 +20,9 @@ set border 15
 set tics out
 unset grid
 unset key
-set bmargin 4
+set bmargin 5
+# The key to the two numbers in each square (the heat map has no legend).
+set label "in each square: ours (top, black), the paper's value (below, grey)" at screen 0.5, screen 0.02 center font ",10"
 plot DATA using 1:2:3 with image, \
      DATA using 1:($2 + 0.12):(stringcolumn(6)) with labels font ",10", \
      DATA using 1:($2 - 0.12):(stringcolumn(7)) with labels font ",9" textcolor rgb "#404040"

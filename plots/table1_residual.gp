@@ -1,9 +1,10 @@
 # Table 1: residual imbalance after planning per (EP size, initial imbalance)
-# group, one bar per planner in its colour (mean, error bar: std), on the
-# two-level axis of table1_weighted.gp.
-# Variables and DATA columns as in table1_weighted.gp (PAPER aside); the
-# residual imbalance mean (%) is column C(j, 2) and its std C(j, 3).
-C(j, k) = 4 + 5 * (j - 1) + k
+# group, one bar per planner in its colour (mean, error bar: std), the paper's
+# values as black diamonds, on the two-level axis of table1_weighted.gp.
+# Variables and DATA columns as in table1_weighted.gp (PAPER: the planners
+# with a paper residual); the residual imbalance mean (%) is column C(j, 2),
+# its std C(j, 3), the paper's C(j, 5).
+C(j, k) = 4 + 6 * (j - 1) + k
 BW = 0.8 / NP
 X(j) = real(word(GX, int(column(0)) + 1)) + (j - (NP + 1) / 2.0) * BW
 set title TITLE
@@ -20,9 +21,13 @@ do for [i=1:words(SEPS)] {
 }
 set xlabel "initial imbalance, by EP size" offset 0, -1.6
 set bmargin 6.5
-eval KEY_ABOVE(NP, KEY_LEN)
+eval KEY_ABOVE(NP + (words(PAPER) > 0), (KEY_LEN > 5 ? KEY_LEN : 5))
 set boxwidth BW absolute
 set style fill solid 0.85 border lc rgb "gray20"
 set errorbars lc rgb "black"
-plot for [j=1:NP] DATA using (X(j)):(column(C(j, 2))):(column(C(j, 3))) with boxerrorbars \
-         lc rgb word(COLORS, j) title word(PLANNERS, j)
+# As in table1_weighted.gp: the optional paper points are a string, since
+# gnuplot evaluates the body of an empty "for" once.
+PAPER_PLOT = words(PAPER) == 0 ? '' : ', for [k=1:words(PAPER)] DATA using (X(int(word(PAPER, k)))):' . \
+    '(column(C(int(word(PAPER, k)), 5))) with points pt 13 ps 1.3 lc rgb "black" title (k == 1 ? "paper" : "")'
+eval 'plot for [j=1:NP] DATA using (X(j)):(column(C(j, 2))):(column(C(j, 3))) with boxerrorbars ' . \
+    'lc rgb word(COLORS, j) title word(PLANNERS, j)' . PAPER_PLOT

@@ -6,10 +6,11 @@
 # NG (groups), GX (their x positions), XTICS (imbalance tick labels), XMIN,
 # XMAX, OUTER_X and OUTER_LABELS (the EP labels and their x), SEPS (x of the
 # lines between EP sizes), PAPER (indices j of the planners with paper values).
-# DATA columns: 1 group label, 2 EP size, 3 initial imbalance (%), then five
-# per planner j = 1..NP from column C(j, 0) = 4 + 5 (j - 1): weighted mean,
-# weighted std, residual imbalance mean (%), its std (%), paper weighted.
-C(j, k) = 4 + 5 * (j - 1) + k
+# DATA columns: 1 group label, 2 EP size, 3 initial imbalance (%), then six
+# per planner j = 1..NP from column C(j, 0) = 4 + 6 (j - 1): weighted mean,
+# weighted std, residual imbalance mean (%), its std (%), paper weighted,
+# paper residual imbalance (%).
+C(j, k) = 4 + 6 * (j - 1) + k
 BW = 0.8 / NP
 X(j) = real(word(GX, int(column(0)) + 1)) + (j - (NP + 1) / 2.0) * BW
 set title TITLE

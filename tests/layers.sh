@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The structure check: every #include "..." in a library layer may name only a
-# header of its own layer or of a layer below it (README, Layout). An upward
+# header of its own layer or of a layer below it (docs/architecture.md, Layout). An upward
 # include would also fail to compile (each layer's include path holds only the
 # layers below); this check says which file and line broke the rule, and it
 # covers cycles, since a cycle between two folders needs one upward include.

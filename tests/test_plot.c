@@ -63,7 +63,9 @@ Test(plot, replay_data)
                 "2 25 0 12.5\n");
     cr_assert(file_contains(dir, "replay.gp",
                             "FIGURE = \"replay\"\nDATA = \"replay.dat\"\nTITLE = \"Imbalance per record, before and "
-                            "after planning (3 records)\"\nPLANNERS = \"taot echo\"\nNP = 2\n"));
+                            "after planning (trace t.json, 3 records)\"\nPLANNERS = \"taot echo\"\nNP = 2\n"));
+    /* No planner's line lies on "before planning": its legend entry is plain. */
+    cr_assert(file_contains(dir, "replay.gp", "\nBEFORE_TITLE = \"before planning\"\n"));
     cr_assert(file_contains(dir, "replay.gp", "# Result of: taotsim replay traces/t.json --per-record --format json\n"));
     /* The terminal settings and the template follow the variables. */
     cr_assert(file_contains(dir, "replay.gp", "set terminal pngcairo"));
@@ -75,6 +77,30 @@ Test(plot, replay_data)
  * values"); it draws what its summaries hold: per metric, a candlestick per
  * planner (min, p50, p95, max, mean), the imbalance with "before planning"
  * first; the n/a planner is named and left out. */
+/* A planner that moves nothing (echo here, as FasterMoE on the bundled
+ * traces) draws exactly the "before planning" line: the legend names it, and
+ * the template draws "before planning" last, dashed, so both stay visible. */
+Test(plot, replay_before_line_names_identical_planners)
+{
+    char dir[64];
+    tsim_plot_test_tmpdir(dir, sizeof dir);
+    cJSON *root = tsim_plot_test_load("replay.json");
+    const cJSON *recs = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "results"), 1), "records");
+    const cJSON *r;
+    cJSON_ArrayForEach(r, recs)
+    {
+        double before = cJSON_GetObjectItem(r, "rho_before")->valuedouble;
+        cJSON_SetNumberValue(cJSON_GetObjectItem(r, "rho_after"), before);
+    }
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
+    cr_assert(file_contains(dir, "replay.gp", "\nBEFORE_TITLE = \"before planning (= echo)\"\n"));
+    cr_assert(file_contains(dir, "replay.gp", "title BEFORE_TITLE"));
+    cr_assert(file_contains(dir, "replay.gp", "lw 2.5 dt (8, 6) lc rgb \"black\" title BEFORE_TITLE\n"));
+    cJSON_Delete(root);
+    tsim_plot_test_remove_dir(dir);
+}
+
 Test(plot, replay_summary_data)
 {
     char dir[64];
@@ -99,7 +125,8 @@ Test(plot, replay_summary_data)
                 "1 \"echo\" 29362 20 30 50 60 35\n");
     cr_assert(file_contains(dir, "replay_weighted.gp",
                             "FIGURE = \"replay_weighted\"\nDATA = \"replay_weighted.dat\"\nTITLE = \"Weighted cost "
-                            "over the records (box: median to p95, whiskers: min to max, point: mean)\"\nYLABEL = "
+                            "over the records (trace t.json, K = 2; box: median to p95, whiskers: min to max, point: "
+                            "mean)\"\nYLABEL = "
                             "\"weighted cost per record (intra + λ_eval × inter transfers)\"\nNB = 2\n"));
     cr_assert(file_contains(dir, "replay_imbalance.gp", "NB = 3\n"));
     cr_assert(file_contains(dir, "replay_imbalance.gp", "with candlesticks"));
@@ -142,14 +169,15 @@ Test(plot, table1_data)
                 "# taotsim plot: table1: mean and std; imbalance and rho_after in %; paper: the "
                 "paper's Table 1 (NaN: none)\n"
                 "# group ep imbalance taot:weighted taot:weighted_std taot:rho_after taot:rho_after_std "
-                "taot:paper_weighted echo:weighted echo:weighted_std echo:rho_after echo:rho_after_std "
-                "echo:paper_weighted\n"
-                "\"EP16 10%\" 16 10 17.25 1.5 0.6 0.2 17 24 2 1.1 0.3 24\n"
-                "\"EP16 70%\" 16 70 27 2.5 2.6 0.4 27 42 3 2.1 0.5 NaN\n"
-                "\"EP32 10%\" 32 10 38 3 1.6 0.2 38 NaN NaN NaN NaN NaN\n");
+                "taot:paper_weighted taot:paper_rho_after echo:weighted echo:weighted_std echo:rho_after "
+                "echo:rho_after_std echo:paper_weighted echo:paper_rho_after\n"
+                "\"EP16 10%\" 16 10 17.25 1.5 0.6 0.2 17 0.6 24 2 1.1 0.3 24 0.6\n"
+                "\"EP16 70%\" 16 70 27 2.5 2.6 0.4 27 1.1 42 3 2.1 0.5 NaN NaN\n"
+                "\"EP32 10%\" 32 10 38 3 1.6 0.2 38 0.5 NaN NaN NaN NaN NaN NaN\n");
     /* Both bar figures share the planners' styles (taot and echo keep their
      * colours everywhere) and the two-level axis: EP16's two groups, a 0.6
-     * gap, EP32's one. Only the weighted one marks the paper's values. */
+     * gap, EP32's one. Both mark the paper's values: the residual chart its
+     * residual imbalance (initial imbalance + improvement), column 5. */
     static const char axis[] = "PLANNERS = \"taot echo\"\nNP = 2\n"
                                "COLORS = \"#d55e00 #0072b2\"\nPOINTS = \"7 5\"\n"
                                "NG = 3\nGX = \"0 1 2.6\"\n"
@@ -160,9 +188,9 @@ Test(plot, table1_data)
              "PAPER = \"1 2\"\n\n", axis);
     cr_assert(file_contains(dir, "table1_weighted.gp", want));
     snprintf(want, sizeof want, "DATA = \"table1.dat\"\nTITLE = \"Table 1: residual imbalance after planning (mean ± "
-             "std)\"\n%s\n", axis);
+             "std)\"\n%sPAPER = \"1 2\"\n\n", axis);
     cr_assert(file_contains(dir, "table1_residual.gp", want));
-    cr_assert(!file_contains(dir, "table1_residual.gp", "PAPER ="));
+    cr_assert(file_contains(dir, "table1_residual.gp", "(column(C(int(word(PAPER, k)), 5))) with points pt 13"));
 
     /* Pareto cells. The paper's residual is the initial imbalance plus its
      * improvement: 10 - 9.4 = 0.6, 70 - 68.9 = 1.1, 10 - 9.5 = 0.5. At EP16
@@ -237,6 +265,52 @@ Test(plot, ablation_with_several_planners_names_them)
     cr_assert(file_contains(dir, "ablation.dat", "\n\"taot_split: flow hint on, comm cost on\" 1 1 15 0.5 NaN"));
     cr_assert(file_contains(dir, "ablation.gp", "\"taot:\\nflow hint off\\ncomm cost off\" 0, "));
     cr_assert(file_contains(dir, "ablation.gp", ", \"taot_split:\\nflow hint on\\ncomm cost on\" 3)'\n"));
+    cJSON_Delete(root);
+    tsim_plot_test_remove_dir(dir);
+}
+
+/* Figures name where their numbers come from: table1 on a regime says which
+ * regime, on the bundled traces says so; the guest slots are K. */
+static void table1_titles(cJSON *params, const char *ctx)
+{
+    char dir[64];
+    tsim_plot_test_tmpdir(dir, sizeof dir);
+    cJSON *root = tsim_plot_test_load("table1.json");
+    cJSON_AddItemToObject(root, "params", params);
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
+    char want[512];
+    snprintf(want, sizeof want, "TITLE = \"Table 1 (%s): weighted communication cost (mean ± std)\"\n", ctx);
+    cr_assert(file_contains(dir, "table1_weighted.gp", want), "no %s", want);
+    snprintf(want, sizeof want, "TITLE = \"Table 1 (%s): residual imbalance after planning (mean ± std)\"\n", ctx);
+    cr_assert(file_contains(dir, "table1_residual.gp", want), "no %s", want);
+    snprintf(want, sizeof want,
+             "TITLE = \"Table 1 (%s), EP16 at 10%% initial imbalance: residual imbalance vs weighted cost\"\n", ctx);
+    cr_assert(file_contains(dir, "table1_pareto_ep16_imb10.gp", want), "no %s", want);
+    cJSON_Delete(root);
+    tsim_plot_test_remove_dir(dir);
+}
+
+Test(plot, table1_titles_name_the_regime_or_traces)
+{
+    cJSON *p = cJSON_Parse("{\"slots\": 2, \"regime\": {\"name\": \"paper\"}, \"ranks_per_node\": 8}");
+    table1_titles(p, "regime paper, K = 2");
+    table1_titles(cJSON_Parse("{\"slots\": 4, \"traces\": \"/usr/share/taotsim/traces\"}"), "bundled traces, K = 4");
+    table1_titles(cJSON_Parse("{\"slots\": 2, \"traces\": \"mine/q3\"}"), "traces in q3, K = 2");
+}
+
+/* The sweep figure names its trace (the file name) and K. */
+Test(plot, sweep_title_names_the_trace)
+{
+    char dir[64];
+    tsim_plot_test_tmpdir(dir, sizeof dir);
+    cJSON *root = tsim_plot_test_load("sweep.json");
+    cJSON_AddItemToObject(root, "params", cJSON_Parse("{\"slots\": 2, \"trace\": \"/data/runs/ep32-imb50.jsonl.gz\"}"));
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plot_write(root, dir, 0, NULL, NULL, &err), TSIM_OK, "%s", err.msg);
+    cr_assert(file_contains(dir, "sweep_lp3.gp",
+                            "TITLE = \"Weighted cost vs λ_eval at λ_plan = 3 (trace ep32-imb50.jsonl.gz, K = 2; mean ± "
+                            "std)\"\n"));
     cJSON_Delete(root);
     tsim_plot_test_remove_dir(dir);
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a taotsim command as N shards on a Slurm cluster and merges them: the
-# two sbatch commands of the README as one.
+# two sbatch commands of docs/scale-out.md as one.
 set -uo pipefail
 
 usage() {

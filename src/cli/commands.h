@@ -10,6 +10,7 @@ int tsim_cmd_replay(int argc, char **argv);    /* cmd_replay.c */
 int tsim_cmd_vector(int argc, char **argv);    /* cmd_replay.c */
 int tsim_cmd_bench(int argc, char **argv);     /* cmd_bench.c */
 int tsim_cmd_plot(int argc, char **argv);      /* cmd_plot.c */
+int tsim_cmd_report(int argc, char **argv);    /* cmd_report.c */
 int tsim_cmd_table1(int argc, char **argv);    /* cmd_study.c */
 int tsim_cmd_ablation(int argc, char **argv);  /* cmd_study.c */
 int tsim_cmd_sweep(int argc, char **argv);     /* cmd_study.c */

@@ -29,6 +29,7 @@ static const command commands[] = {
     {"vector", tsim_cmd_vector, "run a planner on test-vector files and print the plans ('got')"},
     {"bench", tsim_cmd_bench, "planner latency and trace read throughput"},
     {"plot", tsim_cmd_plot, "gnuplot figures from a result file"},
+    {"report", tsim_cmd_report, "one self-contained HTML page: the tables and figures of result files"},
     {"merge", tsim_cmd_merge, "combine the partial results of --shard I/N runs into the whole result"},
 };
 

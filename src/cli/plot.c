@@ -514,6 +514,7 @@ typedef struct {
 } cell;
 
 typedef struct {
+    const cJSON *root; /* the whole result: params and trace name the figures' context */
     const cJSON *results;
     int n;
     strset planners;
@@ -523,6 +524,33 @@ typedef struct {
     text na; /* the n/a cells, for a comment line in the data files */
     tsim_error *err;
 } study;
+
+/* What a figure's numbers come from, for its title: the regime, trace or
+ * trace folder, and the guest slots per rank, e.g. "regime paper, K = 2";
+ * "" when the result says neither. */
+static void study_context(const study *s, char *buf, size_t n)
+{
+    const cJSON *params = field(s->root, "params"), *trace = field(s->root, "trace");
+    const cJSON *regime = field(params, "regime"), *slots = field(params, "slots");
+    const cJSON *name = field(regime, "name"), *path = field(params, "trace"), *dir = field(params, "traces");
+    if (!cJSON_IsString(path))
+        path = field(trace, "path");
+    char what[160] = "";
+    if (cJSON_IsString(name) && name->valuestring) {
+        snprintf(what, sizeof what, "regime %s", name->valuestring);
+    } else if (cJSON_IsString(path) && path->valuestring) {
+        const char *base = strrchr(path->valuestring, '/');
+        snprintf(what, sizeof what, "trace %s", base ? base + 1 : path->valuestring);
+    } else if (cJSON_IsString(dir) && dir->valuestring) {
+        const char *base = strrchr(dir->valuestring, '/');
+        base = base ? base + 1 : dir->valuestring;
+        snprintf(what, sizeof what, strcmp(base, "traces") == 0 ? "bundled traces" : "traces in %s", base);
+    }
+    if (cJSON_IsNumber(slots))
+        snprintf(buf, n, "%s%sK = %.6g", what, what[0] ? ", " : "", slots->valuedouble);
+    else
+        snprintf(buf, n, "%s", what);
+}
 
 static void study_free(study *s)
 {
@@ -859,10 +887,11 @@ static int summary_figure(plotset *ps, study *s, size_t f, const int *order, siz
             return rc;
         summary_row(d, x++, s->labels[j], tsim_plot_planner_colour(s->labels[j]), v);
     }
-    char data[80], title[160];
+    char data[80], title[400], ctx[192];
     snprintf(data, sizeof data, "%s.dat", name);
-    snprintf(title, sizeof title, "%s over the records (box: median to p95, whiskers: min to max, point: mean)",
-             summary_figures[f].title);
+    study_context(s, ctx, sizeof ctx);
+    snprintf(title, sizeof title, "%s over the records (%s%sbox: median to p95, whiskers: min to max, point: mean)",
+             summary_figures[f].title, ctx, ctx[0] ? "; " : "");
     text *vars = add_figure(ps, name, "replay_summary", data, title);
     if (!vars)
         return err->code;
@@ -916,14 +945,41 @@ static bool replay_has_records(const study *s)
 
 /* replay: imbalance per record from "records" (replay --per-record); without
  * them, the summary figures. */
+/* The "before planning" line's legend entry names the planners whose line
+ * lies exactly on it (FasterMoE shadowing nothing), which would hide it:
+ * BEFORE_TITLE = "before planning (= fastermoe)". same: per result. */
+static void replay_before_title(text *v, const study *s, const bool *same)
+{
+    text t = {0};
+    text_add(&t, "before planning");
+    size_t j = 0, named = 0;
+    for (int i = 0; i < s->n && j < s->planners.n; i++) {
+        if (result_na(cJSON_GetArrayItem(s->results, i)))
+            continue;
+        if (same[i])
+            text_add(&t, "%s%s", named++ ? ", " : " (= ", s->labels[j]);
+        j++;
+    }
+    if (named)
+        text_add(&t, ")");
+    text_add(v, "BEFORE_TITLE = ");
+    text_gp_string(v, t.oom ? "before planning" : t.buf);
+    text_add(v, "\n");
+    text_free(&t);
+}
+
 static int plot_replay(plotset *ps, study *s)
 {
     if (!replay_has_records(s))
         return plot_replay_summary(ps, s);
     tsim_error *err = s->err;
     const cJSON **it = calloc((size_t)s->n, sizeof *it);
-    if (!it)
+    bool *same = malloc((size_t)s->n * sizeof *same); /* after == before at every record */
+    if (!it || !same) {
+        free(it);
+        free(same);
         return oom(err);
+    }
     int rc = TSIM_OK;
     int nrec = -1, first = -1; /* first: the first result with records */
     char where[96];
@@ -967,6 +1023,7 @@ static int plot_replay(plotset *ps, study *s)
         if (first < 0)
             first = i;
         it[i] = recs->child;
+        same[i] = true;
     }
     if (!rc)
         rc = make_labels(s);
@@ -1009,18 +1066,27 @@ static int plot_replay(plotset *ps, study *s)
             }
             text_add(d, " ");
             text_num(d, 100 * after);
+            same[i] &= after == before;
         }
         text_add(d, "\n");
     }
     free(it);
-    if (rc)
+    if (rc) {
+        free(same);
         return rc;
-    char title[128];
-    snprintf(title, sizeof title, "Imbalance per record, before and after planning (%d records)", nrec);
+    }
+    char ctx[192], title[320];
+    study_context(s, ctx, sizeof ctx);
+    snprintf(title, sizeof title, "Imbalance per record, before and after planning (%s%s%d records)", ctx,
+             ctx[0] ? ", " : "", nrec);
     text *v = add_figure(ps, "replay", "replay", "replay.dat", title);
-    if (!v)
+    if (!v) {
+        free(same);
         return err->code;
+    }
     vars_planners(v, s->labels, s->planners.n);
+    replay_before_title(v, s, same);
+    free(same);
     return TSIM_OK;
 }
 
@@ -1086,11 +1152,13 @@ static int pareto_figure(plotset *ps, study *s, double ep, double imb_pct, const
 {
     tsim_error *err = s->err;
     size_t np = s->planners.n;
-    char name[96], data[112], title[192];
+    char name[96], data[112], title[400];
     snprintf(name, sizeof name, "table1_pareto_ep%.6g_imb%.6g", ep, imb_pct);
     snprintf(data, sizeof data, "%s.dat", name);
-    snprintf(title, sizeof title, "Table 1, EP%.6g at %.6g%% initial imbalance: residual imbalance vs weighted cost",
-             ep, imb_pct);
+    char ctx[192];
+    study_context(s, ctx, sizeof ctx);
+    snprintf(title, sizeof title, "Table 1%s%s%s, EP%.6g at %.6g%% initial imbalance: residual imbalance vs weighted cost",
+             ctx[0] ? " (" : "", ctx, ctx[0] ? ")" : "", ep, imb_pct);
     char **labels = calloc(np ? np : 1, sizeof *labels);
     const double **rows = calloc(np ? np : 1, sizeof *rows);
     bool *paper = calloc(np ? np : 1, sizeof *paper);
@@ -1176,7 +1244,7 @@ static int pareto_figure(plotset *ps, study *s, double ep, double imb_pct, const
  * %, std %, paper weighted (the five in table1.dat), paper rho_after %. */
 static int plot_table1(plotset *ps, study *s)
 {
-    enum { NV = 6, NV_DAT = 5 };
+    enum { NV = 6 };
     tsim_error *err = s->err;
     groupset groups = {0};
     int rc = TSIM_OK;
@@ -1210,8 +1278,9 @@ static int plot_table1(plotset *ps, study *s)
     size_t np = s->planners.n;
     long *col = malloc((np ? np : 1) * sizeof *col);
     bool *paper = calloc(np ? np : 1, sizeof *paper);
+    bool *paper_rho = calloc(np ? np : 1, sizeof *paper_rho);
     double *m = NULL;
-    if (!rc && (!col || !paper))
+    if (!rc && (!col || !paper || !paper_rho))
         rc = oom(err);
     for (size_t j = 0; !rc && j < np; j++)
         col[j] = (long)j;
@@ -1227,36 +1296,44 @@ static int plot_table1(plotset *ps, study *s)
         text_add(d, "# group ep imbalance");
         for (size_t j = 0; j < np; j++) {
             const char *l = s->labels[j];
-            text_add(d, " %s:weighted %s:weighted_std %s:rho_after %s:rho_after_std %s:paper_weighted", l, l, l, l, l);
+            text_add(d, " %s:weighted %s:weighted_std %s:rho_after %s:rho_after_std %s:paper_weighted %s:paper_rho_after",
+                     l, l, l, l, l, l);
         }
         text_add(d, "\n");
-        write_bar_rows(d, &groups, m, np, NV, NV_DAT);
+        write_bar_rows(d, &groups, m, np, NV, NV);
         for (size_t g = 0; g < groups.keys.n; g++)
-            for (size_t j = 0; j < np; j++)
-                if (!isnan(m[(g * np + j) * NV + 4]))
-                    paper[j] = true;
+            for (size_t j = 0; j < np; j++) {
+                paper[j] |= !isnan(m[(g * np + j) * NV + 4]);
+                paper_rho[j] |= !isnan(m[(g * np + j) * NV + 5]);
+            }
     }
+    char ctx[192], title[320];
+    study_context(s, ctx, sizeof ctx);
+    snprintf(title, sizeof title, "Table 1%s%s%s: weighted communication cost (mean ± std)", ctx[0] ? " (" : "", ctx,
+             ctx[0] ? ")" : "");
     text *v = NULL;
-    if (!rc && !(v = add_figure(ps, "table1_weighted", "table1_weighted", "table1.dat",
-                                "Table 1: weighted communication cost (mean ± std)")))
+    if (!rc && !(v = add_figure(ps, "table1_weighted", "table1_weighted", "table1.dat", title)))
         rc = err->code;
     if (!rc) {
         vars_planners(v, s->labels, np);
         vars_two_level_axis(v, &groups);
         vars_index_list(v, "PAPER", paper, np);
-        if (!(v = add_figure(ps, "table1_residual", "table1_residual", "table1.dat",
-                             "Table 1: residual imbalance after planning (mean ± std)")))
+        snprintf(title, sizeof title, "Table 1%s%s%s: residual imbalance after planning (mean ± std)",
+                 ctx[0] ? " (" : "", ctx, ctx[0] ? ")" : "");
+        if (!(v = add_figure(ps, "table1_residual", "table1_residual", "table1.dat", title)))
             rc = err->code;
     }
     if (!rc) {
         vars_planners(v, s->labels, np);
         vars_two_level_axis(v, &groups);
+        vars_index_list(v, "PAPER", paper_rho, np);
     }
     for (size_t g = 0; g < groups.keys.n && !rc; g++)
         rc = pareto_figure(ps, s, groups.coord[g][0], groups.coord[g][1], m + g * np * NV, NV);
     free(m);
     free(col);
     free(paper);
+    free(paper_rho);
     groupset_free(&groups);
     return rc;
 }
@@ -1442,7 +1519,7 @@ static int plot_sweep(plotset *ps, study *s, const cJSON *root)
         curves cv;
         double *m = NULL;
         text *d = NULL, *v = NULL;
-        char name[64], title[160];
+        char name[64], title[320];
         snprintf(name, sizeof name, "sweep_lp%.6g", lp);
         rc = curves_make(s, (long)part, &cv);
         if (!rc && !(m = matrix(s, (long)part, cv.xs.n, cv.ncols, cv.col, NV, "lambda_plan and lambda_eval")))
@@ -1477,7 +1554,10 @@ static int plot_sweep(plotset *ps, study *s, const cJSON *root)
                 text_add(d, " %s:weighted %s:weighted_std", cv.labels[j], cv.labels[j]);
             text_add(d, "\n");
             write_curve_rows(d, &cv, m, NV);
-            snprintf(title, sizeof title, "Weighted cost vs λ_eval at λ_plan = %.6g (mean ± std)", lp);
+            char ctx[192];
+            study_context(s, ctx, sizeof ctx);
+            snprintf(title, sizeof title, "Weighted cost vs λ_eval at λ_plan = %.6g (%s%smean ± std)", lp, ctx,
+                     ctx[0] ? "; " : "");
             char data[80];
             snprintf(data, sizeof data, "%s.dat", name);
             if (!(v = add_figure(ps, name, "sweep", data, title)))
@@ -2086,7 +2166,7 @@ static int build(const cJSON *root, plotset *ps, const char **study_name, tsim_e
             na++;
     if (na == n)
         return tsim_error_set(err, TSIM_E_INPUT, "every result is n/a (has an \"error\"): nothing to plot");
-    study s = {.results = results, .n = n, .err = err};
+    study s = {.root = root, .results = results, .n = n, .err = err};
     const char *name = *study_name;
     if (strcmp(name, "replay") == 0)
         rc = plot_replay(ps, &s);

@@ -324,6 +324,19 @@ static int print_sweep(FILE *out, const tsim_study *s)
     }
     const bool rehomed = any_rehomed(s);
     fprintf(out, "# λ sweep: weighted cost (intra + λ_eval·inter, mean per record)\n");
+    /* Name the trace (its file name: the directory differs between machines). */
+    const cJSON *trace = cJSON_GetObjectItemCaseSensitive(s->params, "trace");
+    const cJSON *records = cJSON_GetObjectItemCaseSensitive(s->params, "records");
+    const cJSON *slots = cJSON_GetObjectItemCaseSensitive(s->params, "slots");
+    if (cJSON_IsString(trace) && trace->valuestring) {
+        const char *base = strrchr(trace->valuestring, '/');
+        fprintf(out, "\nTrace %s", base ? base + 1 : trace->valuestring);
+        if (cJSON_IsNumber(records))
+            fprintf(out, " (%.6g records)", records->valuedouble);
+        if (cJSON_IsNumber(slots))
+            fprintf(out, ", %.6g guest slots per rank", slots->valuedouble);
+        fprintf(out, ".\n");
+    }
     for (int a = 0; a < nlp; a++) {
         const char *h[6 + TSIM_STUDY_LIST_MAX];
         char hb[TSIM_STUDY_LIST_MAX][32];

@@ -1,0 +1,8 @@
+cd $TMP && printf '#!/bin/sh\n# stands in for gnuplot: answers the probe, writes an SVG with a DOCTYPE and namespaces to "out" of -e\n[ $# -eq 2 ] && exit 0\nout=$(printf "%%s" "$2" | sed "s/.*out=\\"\\([^\\"]*\\)\\".*/\\1/")\nprintf "<?xml version=\\"1.0\\"?>\\n<!DOCTYPE svg PUBLIC \\"-//W3C//DTD SVG 1.1//EN\\" \\"http://www.w3.org/Graphics/SVG/1.1/DTD/svg11.dtd\\">\\n<svg width=\\"10\\" height=\\"10\\" xmlns=\\"http://www.w3.org/2000/svg\\" xmlns:xlink=\\"http://www.w3.org/1999/xlink\\"><title>%%s</title></svg>\\n" "$3" > "$out"\n' > fakegp && chmod +x fakegp && cd - > /dev/null && $TAOTSIM table1 --format json -o $TMP/t.json && $TAOTSIM replay traces/ep16-imb30.jsonl.gz --planners taot,fastermoe --per-record --format json -o $TMP/r.json 2>/dev/null && TMPDIR=$TMP TAOTSIM_GNUPLOT=$TMP/fakegp $TAOTSIM report $TMP/t.json $TMP/r.json -o $TMP/report.html && cd $TMP && echo "scratch left: $(ls -d taotsim-report-* 2>/dev/null | wc -l), tables: $(grep -c '<table' report.html), figures: $(grep -c '^<svg' report.html), rows: $(grep -c '<tr>' report.html)" && grep -o '<svg[^>]*><title>[a-z0-9_]*' report.html | sed 's/.*<title>//' | tr '\n' ' ' && echo && grep -o '<h[123]>[^<:]*' report.html | sort | uniq -c && grep -ciE 'https?://|src=|<link|<script' report.html; python3 -c "
+import html.parser, sys
+class P(html.parser.HTMLParser):
+    open = 0
+    def handle_starttag(self, t, a): self.open += t in ('table', 'svg', 'section')
+    def handle_endtag(self, t): self.open -= t in ('table', 'svg', 'section')
+p = P(); p.feed(open('report.html', encoding='utf-8').read()); p.close()
+print('parsed; unclosed tables, svgs, sections:', p.open)"; grep -c 'paper<br>weighted' report.html
