@@ -173,7 +173,7 @@ Test(trace, format_from_path)
     tsim_error err;
     cr_assert_eq(tsim_trace_format_from_path("a.json.gz", &f, &err), TSIM_E_INPUT);
     cr_assert_str_eq(err.msg, "a.json.gz: cannot tell the trace format from the name: expected .json, .jsonl, "
-                              ".jsonl.gz, .csv, .csv.gz, .npy, .safetensors or a Megatron router trace directory");
+                              ".jsonl.gz, .csv, .csv.gz, .npy, .npz, .pt, .safetensors or a Megatron router trace directory");
 }
 
 Test(trace, tiny_sample)

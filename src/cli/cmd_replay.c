@@ -30,7 +30,8 @@ static void replay_help(void)
     printf("usage: taotsim replay FILE [options] [planner options]\n"
            "\n"
            "Runs planners over every record of a trace (.json, .jsonl, .jsonl.gz, .csv,\n"
-           ".csv.gz, .npy, .safetensors, or a Megatron router trace directory; see\n"
+           ".csv.gz, .npy, .npz, .pt, .safetensors, or a directory of Megatron router\n"
+           "traces or per-rank .pt/.npz files; see\n"
            "docs/import.md) and prints the metrics of model.md per planner (means; JSON\n"
            "adds std, min, p50, p95, max).\n"
            "\n"
@@ -50,6 +51,7 @@ static void replay_help(void)
            "  --block decoder|mtp  Megatron router traces: which block (default decoder)\n"
            "  --experts N          Megatron router traces: number of experts (default: from the ids)\n"
            "  --tensor NAME        safetensors: the tensor to read (default counts)\n"
+           "  --array NAME         .npz: the array to read (default: the only one)\n"
            "  --per-record         also print every record's metrics\n"
            "  --dump-plans FILE    write every plan as a JSON line (vector format, \"got\")\n"
            "  --timing             measure plan_ns (wall time: output no longer reproducible)\n"
@@ -153,7 +155,7 @@ static int check_gates(const tsim_session *s, const char *const *gates, int n)
 enum {
     OPT_PLANNERS = 1, OPT_SLOTS, OPT_LAMBDA_EVAL, OPT_LAMBDA, OPT_EP, OPT_RPN, OPT_RANKS_PER_NODE, OPT_DATASET,
     OPT_PER_RECORD, OPT_TIMING, OPT_STEP_MODEL, OPT_FAIL_IF, OPT_DUMP_PLANS, OPT_FORMAT, OPT_OUTPUT,
-    OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_JOBS, OPT_SHARD,
+    OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_JOBS, OPT_SHARD, OPT_ARRAY,
 };
 
 static const tsim_cli_option replay_options[] = {
@@ -175,6 +177,7 @@ static const tsim_cli_option replay_options[] = {
     {"block", 0, true, OPT_BLOCK},
     {"experts", 0, true, OPT_EXPERTS},
     {"tensor", 0, true, OPT_TENSOR},
+    {"array", 0, true, OPT_ARRAY},
     {"jobs", 'j', true, OPT_JOBS},
     {"shard", 0, true, OPT_SHARD},
     {0},
@@ -267,6 +270,9 @@ static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
         return tsim_parse_int(val, 1, TSIM_MAX_EXPERTS, &a->ropts.experts, "--experts", err);
     case OPT_TENSOR:
         a->ropts.tensor = val;
+        return TSIM_OK;
+    case OPT_ARRAY:
+        a->ropts.array = val;
         return TSIM_OK;
     default:
         return tsim_error_set(err, TSIM_E_INTERNAL, "replay: option %d has no handler", id);

@@ -24,19 +24,21 @@ typedef struct {
     const char *block;  /* Megatron directories */
     int experts;        /* Megatron directories */
     const char *tensor; /* safetensors */
+    const char *array;  /* .npz */
     const char *format;
     const char *positional[64];
     int npositional;
     bool help;
 } trace_args;
 
-enum { OPT_EP = 1, OPT_RPN, OPT_DATASET, OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_FORMAT };
+enum { OPT_EP = 1, OPT_RPN, OPT_DATASET, OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_ARRAY, OPT_FORMAT };
 
 /* validate's options; convert's are the same without --format, the first. */
 static const tsim_cli_option trace_options[] = {
     {"format", 0, true, OPT_FORMAT},   {"ep", 0, true, OPT_EP},           {"rpn", 0, true, OPT_RPN},
     {"ranks-per-node", 0, true, OPT_RPN}, {"dataset", 0, true, OPT_DATASET}, {"block", 0, true, OPT_BLOCK},
-    {"experts", 0, true, OPT_EXPERTS}, {"tensor", 0, true, OPT_TENSOR},   {0},
+    {"experts", 0, true, OPT_EXPERTS}, {"tensor", 0, true, OPT_TENSOR},   {"array", 0, true, OPT_ARRAY},
+    {0},
 };
 
 static int trace_option(void *ctx, int id, const char *value, tsim_error *err)
@@ -62,6 +64,11 @@ static int trace_option(void *ctx, int id, const char *value, tsim_error *err)
         if (!value[0])
             return tsim_error_set(err, TSIM_E_INPUT, "--tensor: the name is empty");
         a->tensor = value;
+        return TSIM_OK;
+    case OPT_ARRAY:
+        if (!value[0])
+            return tsim_error_set(err, TSIM_E_INPUT, "--array: the name is empty");
+        a->array = value;
         return TSIM_OK;
     case OPT_FORMAT:
         if (tsim_format_parse(value, &f, err))
@@ -108,7 +115,8 @@ static tsim_read_options read_options(const trace_args *a)
                            .dataset = a->dataset,
                            .block = a->block,
                            .experts = a->experts,
-                           .tensor = a->tensor};
+                           .tensor = a->tensor,
+                           .array = a->array};
     return o;
 }
 
@@ -119,7 +127,8 @@ static tsim_read_options read_options(const trace_args *a)
     "  --experts N       Megatron directories: the number of experts\n"                                                \
     "                    [default: the largest id seen + 1, rounded up to a\n"                                         \
     "                    multiple of the ranks]\n"                                                                     \
-    "  --tensor NAME     .safetensors: the tensor to read    [default: counts]\n"
+    "  --tensor NAME     .safetensors: the tensor to read    [default: counts]\n"                                     \
+    "  --array NAME      .npz: the array to read     [default: the only one]\n"
 
 static void print_warnings(const char *cmd, tsim_reader *r)
 {
@@ -142,7 +151,8 @@ static void validate_usage(void)
     printf("usage: taotsim validate FILE... [options]\n"
            "\n"
            "Reads every record of each trace (.json, .jsonl, .jsonl.gz, .csv, .csv.gz,\n"
-           ".npy, .safetensors, or a Megatron router trace directory; docs/import.md)\n"
+           ".npy, .npz, .pt, .safetensors, or a directory of Megatron router traces or\n"
+           "per-rank .pt/.npz files; docs/import.md)\n"
            "and checks it against the trace format. Prints the number of records, the\n"
            "shape and the distribution of the initial imbalance rho_before over records.\n"
            "Stops at the first bad file with its message on stderr and exit status 2.\n"
@@ -329,9 +339,10 @@ static void convert_usage(void)
     printf("usage: taotsim convert IN OUT [options]\n"
            "\n"
            "Converts a trace between the JSON document (.json) and JSON Lines (.jsonl,\n"
-           ".jsonl.gz) forms, or imports CSV (.csv, .csv.gz), NumPy .npy, .safetensors or\n"
-           "a Megatron router trace directory into either (docs/import.md). The format of\n"
-           "each file comes from its name (a directory is a Megatron trace). Records are\n"
+           ".jsonl.gz) forms, or imports CSV (.csv, .csv.gz), NumPy .npy/.npz, torch .pt,\n"
+           ".safetensors or a directory (Megatron router traces, per-rank .pt or .npz)\n"
+           "into either (docs/import.md). The format of each file comes from its name, a\n"
+           "directory's from the files it holds. Records are\n"
            "written with \"counts\" (per source rank). OUT is written to a temporary file\n"
            "and renamed into place, so nothing is left behind on an error; OUT may not\n"
            "be IN under any name (a link to it).\n"
@@ -371,7 +382,11 @@ int tsim_cmd_convert(int argc, char **argv)
                                     out);
     if (tsim_trace_format_import_only(out_fmt))
         return tsim_cli_usage_error("convert", "%s: %s is an import format only; write .json, .jsonl or .jsonl.gz",
-                                    out, out_fmt == TSIM_FMT_NPY ? ".npy" : ".safetensors");
+                                    out,
+                                    out_fmt == TSIM_FMT_NPY ? ".npy"
+                                    : out_fmt == TSIM_FMT_PT ? ".pt"
+                                    : out_fmt == TSIM_FMT_NPZ ? ".npz"
+                                                             : ".safetensors");
 
     /* Writing over the input would lose it (by device and inode: links and
      * other names of one file count too). */

@@ -2,6 +2,7 @@
  * format shares (duplicates, totals), the even split and rebucketing, and the
  * warning queue. The format-specific parsing is in trace_json.c and
  * trace_csv.c, the writers in trace_write.c. */
+#include "torch_pt.h"
 #include "trace_internal.h"
 
 #include <math.h>
@@ -46,17 +47,22 @@ int tsim_trace_format_from_path(const char *path, tsim_trace_format *fmt, tsim_e
         *fmt = TSIM_FMT_NPY;
     else if (ends_with(path, ".safetensors"))
         *fmt = TSIM_FMT_SAFETENSORS;
+    else if (ends_with(path, ".pt"))
+        *fmt = TSIM_FMT_PT;
+    else if (ends_with(path, ".npz"))
+        *fmt = TSIM_FMT_NPZ;
     else
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s: cannot tell the trace format from the name: expected .json, .jsonl, "
-                              ".jsonl.gz, .csv, .csv.gz, .npy, .safetensors or a Megatron router trace directory",
+                              ".jsonl.gz, .csv, .csv.gz, .npy, .npz, .pt, .safetensors or a Megatron router trace directory",
                               path);
     return TSIM_OK;
 }
 
 bool tsim_trace_format_import_only(tsim_trace_format fmt)
 {
-    return fmt == TSIM_FMT_CSV || fmt == TSIM_FMT_NPY || fmt == TSIM_FMT_SAFETENSORS || fmt == TSIM_FMT_MEGATRON;
+    return fmt == TSIM_FMT_CSV || fmt == TSIM_FMT_NPY || fmt == TSIM_FMT_SAFETENSORS || fmt == TSIM_FMT_MEGATRON ||
+           fmt == TSIM_FMT_PT || fmt == TSIM_FMT_NPZ;
 }
 
 void tsim_path_base(const char *path, char *buf, size_t cap)
@@ -85,6 +91,10 @@ static int check_format_options(const char *path, tsim_trace_format fmt, const t
     if (fmt != TSIM_FMT_SAFETENSORS && o->tensor)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: --tensor applies to .safetensors files only, not to this trace",
                               path);
+    if (fmt != TSIM_FMT_NPZ && o->array)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: --array applies to .npz files only, not to this trace", path);
+    if (o->array && !o->array[0])
+        return tsim_error_set(err, TSIM_E_INPUT, "--array: the name is empty");
     if (o->tensor && !o->tensor[0])
         return tsim_error_set(err, TSIM_E_INPUT, "--tensor: the name is empty");
     return TSIM_OK;
@@ -455,8 +465,7 @@ static int apply_rpn(tsim_reader *r, const char *path, const tsim_read_options *
         r->hdr.ranks_per_node = rpn;
         return TSIM_OK;
     }
-    if (r->fmt != TSIM_FMT_CSV && r->fmt != TSIM_FMT_NPY && r->fmt != TSIM_FMT_SAFETENSORS &&
-        r->fmt != TSIM_FMT_MEGATRON)
+    if (!tsim_trace_format_import_only(r->fmt))
         return TSIM_OK; /* JSON traces record it (8 when absent, as the format says) */
     const int nodes = (ep + r->hdr.ranks_per_node - 1) / r->hdr.ranks_per_node;
     char shape[96];
@@ -479,9 +488,10 @@ int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_option
     tsim_trace_format fmt;
     int rc;
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        fmt = TSIM_FMT_MEGATRON; /* the one directory form there is */
-    else if ((rc = tsim_trace_format_from_path(path, &fmt, err)))
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        const int kind = tsim_dir_kind(path); /* per-rank .pt dumps, per-rank .npz loads, else Megatron */
+        fmt = kind == 1 ? TSIM_FMT_PT : kind == 2 ? TSIM_FMT_NPZ : TSIM_FMT_MEGATRON;
+    } else if ((rc = tsim_trace_format_from_path(path, &fmt, err)))
         return rc;
     if ((rc = check_format_options(path, fmt, opts, err)))
         return rc;
@@ -515,6 +525,10 @@ int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_option
         rc = tsim_safetensors_open(r, opts, err);
     else if (fmt == TSIM_FMT_MEGATRON)
         rc = tsim_megatron_open(r, opts, err);
+    else if (fmt == TSIM_FMT_PT)
+        rc = tsim_pt_open(r, opts, err);
+    else if (fmt == TSIM_FMT_NPZ)
+        rc = tsim_npz_open(r, opts, err);
     else
         rc = tsim_jsonl_open(r, err);
     if (rc) {

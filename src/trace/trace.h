@@ -27,7 +27,9 @@ typedef enum {
     TSIM_FMT_CSV,
     TSIM_FMT_NPY,
     TSIM_FMT_SAFETENSORS,
-    TSIM_FMT_MEGATRON
+    TSIM_FMT_MEGATRON,
+    TSIM_FMT_PT,  /* torch.save .pt (SGLang expert-distribution dumps), or a directory of them */
+    TSIM_FMT_NPZ  /* NumPy .npz, or a directory of per-rank .npz loads */
 } tsim_trace_format;
 
 /* Format from the file name: .json, .jsonl, .jsonl.gz, .csv (and .csv.gz),
@@ -62,6 +64,7 @@ typedef struct {
     int experts;            /* Megatron: > 0 the number of experts (--experts); 0: the largest id
                                seen + 1, rounded up to a multiple of the ranks */
     const char *tensor;     /* safetensors: the tensor to read (--tensor; NULL: "counts") */
+    const char *array;      /* .npz: the array to read (--array; NULL: the only one) */
 } tsim_read_options;
 
 typedef struct tsim_reader tsim_reader;

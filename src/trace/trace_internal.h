@@ -193,6 +193,9 @@ void tsim_shape_text(char *buf, size_t cap, const int64_t *shape, int ndim);
 int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
 int tsim_safetensors_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
 int tsim_megatron_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
+/* trace_pt.c, trace_npz.c: SGLang .pt dumps and NumPy .npz (files or directories) */
+int tsim_pt_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
+int tsim_npz_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
 
 /* The last component of a path ("dir/" gives "dir"), for meta. */
 void tsim_path_base(const char *path, char *buf, size_t cap);

@@ -35,8 +35,8 @@ for d in $layer_dirs; do layer_includes="$layer_includes -I$d"; done
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # -DTSIM_FUZZING: nothing in the library depends on it; handy for local guards.
 cflags="-std=c11 -g -O1 -D_POSIX_C_SOURCE=200809L -ffp-contract=off -DTSIM_FUZZING $san
-        -I$out $layer_includes $(pkg-config --cflags libcjson gsl zlib)"
-libs="$(pkg-config --libs libcjson gsl zlib) -lglpk -lm -lpthread"
+        -I$out $layer_includes $(pkg-config --cflags libcjson gsl zlib libzip)"
+libs="$(pkg-config --libs libcjson gsl zlib libzip) -lglpk -lm -lpthread"
 
 # Library objects, rebuilt when the source or any header is newer.
 newest_header=$(find $layer_dirs -maxdepth 1 -name '*.h' -printf '%T@ %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
@@ -57,7 +57,7 @@ rm -f "$out/libtsim_fuzz.a"
 ar rcs "$out/libtsim_fuzz.a" $objs
 
 for t in fuzz_trace_json fuzz_trace_jsonl fuzz_trace_csv fuzz_trace_npy fuzz_trace_safetensors fuzz_trace_megatron \
-    fuzz_planners fuzz_failif; do
+    fuzz_planners fuzz_failif fuzz_zip fuzz_pickle; do
     # shellcheck disable=SC2086
     $cc $cflags -fsanitize=fuzzer "$root/tests/fuzz/$t.c" "$root/tests/fuzz/fuzz_common.c" \
         "$out/libtsim_fuzz.a" $libs -o "$out/$t"

@@ -1,0 +1,1 @@
+d=tests/import/pt; for f in truncated.pt crc.pt bomb.npz evil-global.pt evil-stack-global.pt bad-dtype.pt stored.npz "stored.npz --array nope" "stat.npy --array counts" "stored.npz --array"; do $TAOTSIM validate --ep 2 $d/$f; echo "$f -> exit $?"; done

@@ -1,0 +1,1 @@
+d=tests/import/pt; $TAOTSIM replay $d/expert_distribution_recorder_1700000000.0.pt --ep 4 --planners none,taot 2>&1 | tee $TMP/a; $TAOTSIM replay $d/stat.npy --ep 4 --planners none,taot 2>/dev/null >$TMP/b; tail -n +2 $TMP/b | grep -v warning >$TMP/b2; grep -v warning $TMP/a | tail -n +2 >$TMP/a2; cmp -s $TMP/a2 $TMP/b2 && echo "same metrics as stat.npy"
