@@ -15,6 +15,7 @@
 #include "planner.h"
 #include "random_records.h"
 #include "registry.h"
+#include "test_options.h"
 
 /* ---- helpers ---- */
 
@@ -217,9 +218,11 @@ static bool rig_start(rig *g, const char *name, const tsim_random_shape *s, doub
     g->p.desc = tsim_planner_find(name);
     cr_assert(g->p.desc != NULL, "planner %s is not registered", name);
     snprintf(g->p.label, sizeof g->p.label, "%s", name);
-    tsim_planner_options_default(&g->p.opts);
-    g->p.opts.optimal.mu = mu;
-    g->p.opts.optimal.node_limit = 1000000;
+    tsim_test_defaults(&g->p);
+    if (strcmp(name, "optimal") == 0) {
+        TSIM_OWN(g->p, optimal)->mu = mu;
+        TSIM_OWN(g->p, optimal)->node_limit = 1000000;
+    }
     if (tsim_planner_start(&g->p, &g->topo, &err) != 0) {
         cr_assert(strcmp(name, "lplb") == 0, "%s: %s", name, err.msg);
         tsim_topology_free(&g->topo);
@@ -235,7 +238,7 @@ static void rig_plan(rig *g, const tsim_record *rec)
 {
     tsim_error err = {0};
     cr_assert_eq(g->p.desc->plan(g->p.state, rec, &g->plan, &err), 0, "%s plan: %s", g->p.label, err.msg);
-    cr_assert_eq(tsim_evaluate(&g->ev, rec, &g->plan, g->p.opts.lambda_plan, g->p.label, &g->m, &err), 0,
+    cr_assert_eq(tsim_evaluate(&g->ev, rec, &g->plan, g->p.common.lambda_plan, g->p.label, &g->m, &err), 0,
                  "%s evaluate: %s", g->p.label, err.msg);
 }
 
