@@ -22,7 +22,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,15 +82,38 @@ bool tsim_taot_gpu_diagnostics(const tsim_taot_gpu *g, int i, struct tsim_taot_g
 
 void tsim_taot_gpu_free(tsim_taot_gpu *g);
 
+/* One shape of the benchmark below; times in microseconds per record, wall
+ * clock per call, host packing and both copies included. */
+typedef struct {
+    int ranks, experts, slots, records;
+    double cpu_us;          /* the CPU reference, mean */
+    double latency_us;      /* one record per launch, p50 */
+    double batched_us;      /* launches of TSIM_TAOT_GPU_DEFAULT_BATCH, p50 */
+    double batched_mean_us; /* the same, mean */
+    long mismatches;        /* GPU plans that differ from the CPU's */
+} tsim_taot_gpu_bench_row;
+
+#define TSIM_TAOT_GPU_BENCH_SHAPES 3
+
+typedef struct {
+    int records;   /* per shape */
+    uint64_t seed;
+    int n_rows;    /* shapes measured */
+    tsim_taot_gpu_bench_row rows[TSIM_TAOT_GPU_BENCH_SHAPES];
+    long mismatches; /* over every row */
+} tsim_taot_gpu_bench_result;
+
 /* Benchmark for `taotsim bench --taot-device gpu`: at (R, E, K) = (16,128,2),
  * (32,128,2) and (64,256,2), 8 ranks per node, TAOT options from base, `records` synthetic skewed
  * records per shape (<= 0: 960) from `seed`: the CPU reference per record, the
  * GPU latency of one record (a launch of 1), and the GPU time per record in
- * launches of 48, every GPU plan checked against the CPU's. Writes a markdown
- * table to out. Returns TSIM_OK; TSIM_E_CHECK when a GPU plan differed from
- * the CPU's (counted in the table); TSIM_E_INPUT with the reason when no GPU
- * answers or the build has no CUDA. */
-int tsim_taot_gpu_bench(FILE *out, const tsim_planner_common *common, const tsim_taot_options *base, int records, uint64_t seed, tsim_error *err);
+ * launches of 48, every GPU plan checked against the CPU's. Fills *out (the
+ * caller formats it; nothing is printed). Returns TSIM_OK; TSIM_E_CHECK when
+ * a GPU plan differed from the CPU's (out counts them); TSIM_E_INPUT with the
+ * reason when no GPU answers or the build has no CUDA (out->n_rows 0); on any
+ * other error out holds the shapes measured before it. */
+int tsim_taot_gpu_bench(tsim_taot_gpu_bench_result *out, const tsim_planner_common *common,
+                        const tsim_taot_options *base, int records, uint64_t seed, tsim_error *err);
 #endif /* TSIM_TAOT_GPU_ENGINE_ONLY */
 
 /* ------------------------------------------------------------------------- */

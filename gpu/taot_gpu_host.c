@@ -291,8 +291,9 @@ static void bench_state_free(bench_state *b)
     free(b);
 }
 
-static int bench_shape_run(FILE *out, const tsim_planner_common *common, const tsim_taot_options *base, const bench_shape *sh, int records,
-                           uint64_t *state, long *mismatches_total, tsim_error *err)
+static int bench_shape_run(tsim_taot_gpu_bench_row *row, const tsim_planner_common *common,
+                           const tsim_taot_options *base, const bench_shape *sh, int records, uint64_t *state,
+                           tsim_error *err)
 {
     const int R = sh->R, E = sh->E, batch = TSIM_TAOT_GPU_DEFAULT_BATCH;
     bench_state *b = calloc(1, sizeof *b);
@@ -411,40 +412,35 @@ static int bench_shape_run(FILE *out, const tsim_planner_common *common, const t
     const double single_us = median(b->single_lat, n_single);
     const double batched_us = median(b->batch_lat, n_batch);
 
-    fprintf(out, "| %d | %d | %d | %d | %.2f | %.2f | %.2f | %.2f | %.1fx | %ld |\n", R, E, sh->K, records, cpu_us,
-            single_us, batched_us, batched_mean, batched_us > 0.0 ? cpu_us / batched_us : 0.0, mismatches);
-    *mismatches_total += mismatches;
+    *row = (tsim_taot_gpu_bench_row){.ranks = R, .experts = E, .slots = sh->K, .records = records, .cpu_us = cpu_us,
+                                     .latency_us = single_us, .batched_us = batched_us,
+                                     .batched_mean_us = batched_mean, .mismatches = mismatches};
     bench_state_free(b);
     return TSIM_OK;
 }
 
-int tsim_taot_gpu_bench(FILE *out, const tsim_planner_common *common, const tsim_taot_options *base, int records, uint64_t seed, tsim_error *err)
+int tsim_taot_gpu_bench(tsim_taot_gpu_bench_result *out, const tsim_planner_common *common,
+                        const tsim_taot_options *base, int records, uint64_t seed, tsim_error *err)
 {
+    memset(out, 0, sizeof *out);
     char why[512];
     if (!tsim_taot_gpu_available(why, sizeof why))
         return tsim_error_set(err, TSIM_E_INPUT, "taot gpu bench: no usable GPU: %s", why);
     if (records <= 0)
         records = 20 * TSIM_TAOT_GPU_DEFAULT_BATCH;
-    static const bench_shape shapes[] = {{16, 128, 2}, {32, 128, 2}, {64, 256, 2}};
+    static const bench_shape shapes[TSIM_TAOT_GPU_BENCH_SHAPES] = {{16, 128, 2}, {32, 128, 2}, {64, 256, 2}};
     uint64_t state = seed;
-    long mismatches = 0;
-    fprintf(out, "TAOT on the GPU against the CPU reference (same run): %d records per shape, seed %llu, 8 ranks per "
-                 "node, lambda 3, auction, 50 Sinkhorn rounds.\n"
-                 "Times are wall clock per call, host packing and both copies included.\n\n",
-            records, (unsigned long long)seed);
-    fprintf(out, "| R | E | K | records | CPU us/record | GPU latency us (1 record, p50) | GPU us/record (launches "
-                 "of %d, p50) | GPU us/record (launches of %d, mean) | speedup (CPU / batched p50) | plans "
-                 "differing |\n",
-            TSIM_TAOT_GPU_DEFAULT_BATCH, TSIM_TAOT_GPU_DEFAULT_BATCH);
-    fprintf(out, "|---|---|---|---|---|---|---|---|---|---|\n");
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-        int rc = bench_shape_run(out, common, base, &shapes[i], records, &state, &mismatches, err);
+    out->records = records;
+    out->seed = seed;
+    for (int i = 0; i < TSIM_TAOT_GPU_BENCH_SHAPES; i++) {
+        int rc = bench_shape_run(&out->rows[i], common, base, &shapes[i], records, &state, err);
         if (rc)
             return rc;
+        out->n_rows = i + 1;
+        out->mismatches += out->rows[i].mismatches;
     }
-    fprintf(out, "\nTarget: under 5 us per record in launches of 48 at (32,128,2) on an H200.\n");
-    if (mismatches > 0)
+    if (out->mismatches > 0)
         return tsim_error_set(err, TSIM_E_CHECK, "taot gpu bench: %ld GPU plans differ from the CPU reference",
-                              mismatches);
+                              out->mismatches);
     return TSIM_OK;
 }

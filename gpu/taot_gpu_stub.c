@@ -66,9 +66,10 @@ void tsim_taot_gpu_free(tsim_taot_gpu *g)
     (void)g;
 }
 
-int tsim_taot_gpu_bench(FILE *out, const tsim_planner_common *common, const tsim_taot_options *base, int records, uint64_t seed, tsim_error *err)
+int tsim_taot_gpu_bench(tsim_taot_gpu_bench_result *out, const tsim_planner_common *common,
+                        const tsim_taot_options *base, int records, uint64_t seed, tsim_error *err)
 {
-    (void)out;
+    memset(out, 0, sizeof *out);
     (void)common;
     (void)base;
     (void)records;

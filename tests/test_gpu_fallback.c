@@ -212,28 +212,39 @@ Test(gpu_fallback, cli_replay_device_gpu, .timeout = 300)
     run_shell(cmd);
 }
 
-/* The benchmark entry of `taotsim bench --taot-device gpu`: a clear refusal
- * without a GPU; with one, the three shapes' table and no differing plan (the
- * full-size run is gpu_parity/bench). */
+/* The benchmark entry of `taotsim bench --taot-device gpu`, reached through
+ * the registry's taot entry (issue 21): numbers, not text. Without a GPU a
+ * clear refusal and no rows; with one, the three shapes, their times and no
+ * differing plan (the full-size run is gpu_parity/bench). */
 Test(gpu_fallback, bench_entry, .timeout = 600)
 {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *out = open_memstream(&buf, &len);
-    cr_assert_not_null(out);
     tsim_error err = {0};
     tsim_planner_options bench_opts;
     tsim_planner_options_default(&bench_opts);
-    const int rc = tsim_taot_gpu_bench(out, &bench_opts.common, TSIM_OPTS(bench_opts, taot), 96, 7, &err);
-    fclose(out);
+    tsim_taot_gpu_bench_result res;
+    memset(&res, 0xff, sizeof res); /* every field must be set */
+    const int rc = tsim_taot_planner_gpu_bench(&res, &bench_opts.common, TSIM_OPTS(bench_opts, taot), 96, 7, &err);
     char why[512];
-    if (tsim_taot_gpu_available(why, sizeof why)) {
+    if (tsim_taot_planner_gpu_available(why, sizeof why)) {
         cr_assert_eq(rc, TSIM_OK, "%s", err.msg);
-        cr_assert(strstr(buf, "| 16 | 128 | 2 |") && strstr(buf, "| 32 | 128 | 2 |") && strstr(buf, "| 64 | 256 | 2 |"),
-                  "%s", buf);
+        cr_assert_eq(res.n_rows, TSIM_TAOT_GPU_BENCH_SHAPES);
+        cr_assert_eq(res.records, 96);
+        cr_assert_eq(res.seed, 7);
+        cr_assert_eq(res.mismatches, 0);
+        const int shapes[3][3] = {{16, 128, 2}, {32, 128, 2}, {64, 256, 2}};
+        for (int i = 0; i < 3; i++) {
+            const tsim_taot_gpu_bench_row *r = &res.rows[i];
+            cr_assert(r->ranks == shapes[i][0] && r->experts == shapes[i][1] && r->slots == shapes[i][2],
+                      "row %d is (%d,%d,%d)", i, r->ranks, r->experts, r->slots);
+            cr_assert_eq(r->records, 96);
+            cr_assert(r->cpu_us > 0 && r->latency_us > 0 && r->batched_us > 0 && r->batched_mean_us > 0,
+                      "row %d: times %g %g %g %g", i, r->cpu_us, r->latency_us, r->batched_us, r->batched_mean_us);
+            cr_assert_eq(r->mismatches, 0);
+        }
     } else {
         cr_assert_eq(rc, TSIM_E_INPUT);
         cr_assert(strstr(err.msg, "no usable GPU") != NULL, "%s", err.msg);
+        cr_assert_eq(res.n_rows, 0);
+        cr_assert_eq(res.mismatches, 0);
     }
-    free(buf);
 }

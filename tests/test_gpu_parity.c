@@ -454,7 +454,16 @@ Test(gpu_parity, bench, .timeout = 600)
     tsim_error err = {0};
     tsim_planner_options bench_opts;
     tsim_planner_options_default(&bench_opts);
-    const int rc = tsim_taot_gpu_bench(out, &bench_opts.common, TSIM_OPTS(bench_opts, taot), records, 7, &err);
+    tsim_taot_gpu_bench_result res;
+    const int rc = tsim_taot_gpu_bench(&res, &bench_opts.common, TSIM_OPTS(bench_opts, taot), records, 7, &err);
+    fprintf(out, "| R | E | K | records | CPU us/record | GPU latency us (1 record, p50) | GPU us/record (launches of "
+                 "%d, p50) | GPU us/record (launches of %d, mean) | plans differing |\n|---|---|---|---|---|---|---|---|---|\n",
+            TSIM_TAOT_GPU_DEFAULT_BATCH, TSIM_TAOT_GPU_DEFAULT_BATCH);
+    for (int i = 0; i < res.n_rows; i++) {
+        const tsim_taot_gpu_bench_row *r = &res.rows[i];
+        fprintf(out, "| %d | %d | %d | %d | %.2f | %.2f | %.2f | %.2f | %ld |\n", r->ranks, r->experts, r->slots,
+                r->records, r->cpu_us, r->latency_us, r->batched_us, r->batched_mean_us, r->mismatches);
+    }
     fclose(out);
     const char *copy_to = getenv("TSIM_GPU_BENCH_OUT");
     if (copy_to && copy_to[0]) {

@@ -19,6 +19,7 @@
 #include "random_records.h"
 #include "topology.h"
 #include "trace.h"
+#include "trace_internal.h"
 #include "tsim_config.h"
 
 static char tmpdir[256];
@@ -521,6 +522,71 @@ static void many_tensors(const char *name, int n, bool dup)
 
 /* 80,000 names: comparing every pair (3.2e9 string compares) took minutes;
  * sorted, this takes well under a second even in a debug build. */
+/* Issue 21: .npy and safetensors share one dense open path (trace_dense.c):
+ * one dtype table, one file opening, the same shape checks and messages, and
+ * the same records for the same bytes. */
+Test(import, npy_and_safetensors_share_the_dense_open_path)
+{
+    static const struct {
+        const char *npy, *st;
+        int size;
+    } dtypes[] = {{"<i4", "I32", 4}, {"<i8", "I64", 8}, {"<u4", "U32", 4},
+                  {"<u8", "U64", 8}, {"<f4", "F32", 4}, {"<f8", "F64", 8}};
+    for (size_t k = 0; k < sizeof dtypes / sizeof dtypes[0]; k++) {
+        tsim_dtype a, b;
+        cr_assert(tsim_dtype_from_name(dtypes[k].npy, true, &a), "%s", dtypes[k].npy);
+        cr_assert(tsim_dtype_from_name(dtypes[k].st, false, &b), "%s", dtypes[k].st);
+        cr_assert_eq(a, b, "%s and %s name one dtype", dtypes[k].npy, dtypes[k].st);
+        cr_assert_eq(tsim_dtype_size(a), dtypes[k].size);
+        cr_assert_not(tsim_dtype_from_name(dtypes[k].st, true, &a), "%s is no .npy name", dtypes[k].st);
+        cr_assert_not(tsim_dtype_from_name(dtypes[k].npy, false, &a), "%s is no safetensors name", dtypes[k].npy);
+
+        /* [T, L, R, E] = [1, 2, 2, 2]: the same bytes read the same either way */
+        unsigned char data[64];
+        for (int i = 0; i < 8; i++) {
+            const double v = i + 1;
+            if (dtypes[k].npy[1] == 'f' && dtypes[k].size == 4) {
+                const float f = (float)v;
+                memcpy(data + 4 * i, &f, 4);
+            } else if (dtypes[k].npy[1] == 'f') {
+                memcpy(data + 8 * i, &v, 8);
+            } else {
+                const uint64_t u = (uint64_t)(i + 1);
+                memcpy(data + (size_t)dtypes[k].size * (size_t)i, &u, (size_t)dtypes[k].size);
+            }
+        }
+        const size_t bytes = 8 * (size_t)dtypes[k].size;
+        char dict[128], header[160];
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (1, 2, 2, 2), }", dtypes[k].npy);
+        npy_file("x.npy", 1, dict, data, bytes);
+        snprintf(header, sizeof header, "{\"counts\":{\"dtype\":\"%s\",\"shape\":[1,2,2,2],\"data_offsets\":[0,%zu]}}",
+                 dtypes[k].st, bytes);
+        st_file("x.safetensors", header, data, bytes);
+        int64_t n1, n2, *all1, *all2;
+        size_t c1, c2;
+        tsim_error err;
+        cr_assert_eq(read_all("x.npy", NULL, &n1, &all1, &c1, &err), 0, "%s", err.msg);
+        cr_assert_eq(read_all("x.safetensors", NULL, &n2, &all2, &c2, &err), 0, "%s", err.msg);
+        cr_assert_eq(n1, 2);
+        cr_assert_eq(n2, n1);
+        cr_assert_eq(c2, c1);
+        cr_assert_arr_eq(all1, all2, c1 * sizeof *all1);
+        free(all1);
+        free(all2);
+    }
+    /* More than 4 dimensions: one message, naming the shape or the tensor */
+    const int64_t one[32] = {1};
+    npy_file("y.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1), }", one, 8);
+    expect_error("y.npy", NULL, "y.npy: shape has 6 dimensions: " TSIM_DENSE_SHAPES);
+    st_file("y.safetensors", "{\"counts\":{\"dtype\":\"I64\",\"shape\":[1,1,1,1,1,1],\"data_offsets\":[0,8]}}", one, 8);
+    expect_error("y.safetensors", NULL, "y.safetensors: tensor \"counts\" has 6 dimensions: " TSIM_DENSE_SHAPES);
+    /* The same data-size check, with the array named in safetensors' message */
+    npy_file("z.npy", 1, "{'descr': '<i8', 'fortran_order': False, 'shape': (1, 1, 2, 2), }", one, 24);
+    expect_error("z.npy", NULL,
+                 "z.npy: shape [1, 1, 2, 2] of 8-byte elements needs 32 bytes of data, but the file holds 24 "
+                 "(truncated?)");
+}
+
 Test(import, safetensors_many_tensors_are_checked_in_n_log_n)
 {
     many_tensors("many.safetensors", 80000, false);

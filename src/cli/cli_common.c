@@ -116,36 +116,3 @@ void tsim_progress_finish(tsim_progress *p)
         fflush(stderr);
     }
 }
-
-int tsim_arg_next(tsim_argiter *it, const char **name, const char **inline_value)
-{
-    static char buf[256];
-    *inline_value = NULL;
-    if (it->i >= it->argc)
-        return TSIM_ARG_END;
-    const char *a = it->argv[it->i++];
-    if (a[0] != '-' || a[1] == '\0' || (a[1] >= '0' && a[1] <= '9')) {
-        *name = a;
-        return TSIM_ARG_POSITIONAL;
-    }
-    const char *body = a[1] == '-' ? a + 2 : a + 1;
-    const char *eq = strchr(body, '=');
-    size_t len = eq ? (size_t)(eq - body) : strlen(body);
-    if (len >= sizeof buf)
-        len = sizeof buf - 1;
-    memcpy(buf, body, len);
-    buf[len] = '\0';
-    *name = buf;
-    if (eq)
-        *inline_value = eq + 1;
-    return TSIM_ARG_OPTION;
-}
-
-const char *tsim_arg_value(tsim_argiter *it, const char *inline_value)
-{
-    if (inline_value)
-        return inline_value;
-    if (it->i >= it->argc)
-        return NULL;
-    return it->argv[it->i++];
-}

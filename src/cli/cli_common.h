@@ -49,19 +49,3 @@ void tsim_progress_finish(tsim_progress *p);
 
 
 #endif
-
-/* Argument iteration shared by the commands: "--name=value", "--name value",
- * "-o value", and positionals, in any order. */
-typedef struct {
-    int argc;
-    char **argv;
-    int i;
-} tsim_argiter;
-
-enum { TSIM_ARG_END = 0, TSIM_ARG_OPTION = 1, TSIM_ARG_POSITIONAL = 2 };
-
-/* Returns TSIM_ARG_*; for options *name is without dashes and *inline_value the
- * part after '=' (or NULL); for positionals *name is the argument. */
-int tsim_arg_next(tsim_argiter *it, const char **name, const char **inline_value);
-/* The option's value: the inline one, or the next argument. NULL if missing. */
-const char *tsim_arg_value(tsim_argiter *it, const char *inline_value);

@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "fit.h"
+#include "options.h"
 #include "outfile.h"
 #include "parse.h"
 #include "plot.h"
@@ -189,94 +190,135 @@ static int write_outputs(const tsim_fit_result *result, tsim_format format, cons
     return rc;
 }
 
-int tsim_cmd_fit(int argc, char **argv)
+enum {
+    OPT_HOT_RANKS = 1, OPT_HOT_EXPERTS, OPT_HOT_SKEW, OPT_CONCENTRATION, OPT_TOKENS, OPT_EXPERTS, OPT_TOPK, OPT_RPN,
+    OPT_MICROBATCHES, OPT_LAYERS, OPT_DRIFT, OPT_SEED, OPT_SLOTS, OPT_LAMBDA, OPT_TOP, OPT_FORMAT, OPT_OUTPUT,
+    OPT_SAVE_REGIME, OPT_NAME, OPT_PLOTS, OPT_JOBS,
+};
+
+static const tsim_cli_option fit_options[] = {
+    {"hot-ranks", 0, true, OPT_HOT_RANKS},
+    {"hot-experts", 0, true, OPT_HOT_EXPERTS},
+    {"hot-skew", 0, true, OPT_HOT_SKEW},
+    {"concentration", 0, true, OPT_CONCENTRATION},
+    {"tokens", 0, true, OPT_TOKENS},
+    {"experts", 0, true, OPT_EXPERTS},
+    {"topk", 0, true, OPT_TOPK},
+    {"rpn", 0, true, OPT_RPN},
+    {"ranks-per-node", 0, true, OPT_RPN},
+    {"microbatches", 0, true, OPT_MICROBATCHES},
+    {"layers", 0, true, OPT_LAYERS},
+    {"drift", 0, true, OPT_DRIFT},
+    {"seed", 0, true, OPT_SEED},
+    {"slots", 0, true, OPT_SLOTS},
+    {"lambda", 0, true, OPT_LAMBDA},
+    {"top", 0, true, OPT_TOP},
+    {"format", 0, true, OPT_FORMAT},
+    {"output", 'o', true, OPT_OUTPUT},
+    {"save-regime", 0, true, OPT_SAVE_REGIME},
+    {"name", 0, true, OPT_NAME},
+    {"plots", 0, true, OPT_PLOTS},
+    {"jobs", 'j', true, OPT_JOBS},
+    {0},
+};
+
+typedef struct {
+    tsim_study_config c;
+    tsim_fit_grid g;
+    tsim_format format;
+    const char *out_path, *plots_dir, *save_path, *name;
+    bool placements_given;
+} fit_args;
+
+/* --hot-ranks: one more placement; the first replaces the default list. */
+static int add_placement(fit_args *a, const char *val, tsim_error *err)
+{
+    tsim_fit_grid *g = &a->g;
+    if (!a->placements_given)
+        g->n_placements = 0;
+    a->placements_given = true;
+    if (g->n_placements == TSIM_FIT_MAX_AXIS)
+        return tsim_error_set(err, TSIM_E_INPUT, "at most %d --hot-ranks placements", TSIM_FIT_MAX_AXIS);
+    tsim_gen_params probe = g->base;
+    if (strlen(val) >= sizeof g->placements[0])
+        return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks '%s': too long", val);
+    int rc = tsim_gen_hot_ranks_parse(val, &probe, err);
+    if (!rc)
+        tsim_gen_hot_ranks_format(&probe, g->placements[g->n_placements++], sizeof g->placements[0]);
+    return rc;
+}
+
+static int fit_option(void *ctx, int id, const char *val, tsim_error *err)
+{
+    fit_args *a = ctx;
+    tsim_fit_grid *g = &a->g;
+    int64_t seed;
+    int rc;
+    switch (id) {
+    case OPT_HOT_RANKS:
+        return add_placement(a, val, err);
+    case OPT_HOT_EXPERTS:
+        return parse_hot_experts(val, g, err);
+    case OPT_HOT_SKEW:
+        return tsim_parse_double_list(val, g->skews, TSIM_FIT_MAX_AXIS, &g->n_skews, "--hot-skew", err);
+    case OPT_CONCENTRATION:
+        return tsim_parse_double_list(val, g->concentrations, TSIM_FIT_MAX_AXIS, &g->n_concentrations,
+                                      "--concentration", err);
+    case OPT_TOKENS:
+        return tsim_parse_int_list(val, g->tokens, TSIM_FIT_MAX_AXIS, &g->n_tokens, "--tokens", err);
+    case OPT_EXPERTS:
+        return tsim_parse_int(val, 1, TSIM_MAX_EXPERTS, &g->base.experts, "--experts", err);
+    case OPT_TOPK:
+        return tsim_parse_int(val, 1, TSIM_MAX_EXPERTS, &g->base.topk, "--topk", err);
+    case OPT_RPN:
+        return tsim_parse_int(val, 1, TSIM_MAX_RANKS, &g->base.ranks_per_node, "--rpn", err);
+    case OPT_MICROBATCHES:
+        return tsim_parse_int(val, 1, TSIM_GEN_MAX_RECORDS, &g->base.microbatches, "--microbatches", err);
+    case OPT_LAYERS:
+        return tsim_parse_int(val, 1, TSIM_GEN_MAX_RECORDS, &g->base.layers, "--layers", err);
+    case OPT_DRIFT:
+        return tsim_parse_double(val, 0.0, 1.0, &g->base.drift, "--drift", err);
+    case OPT_SEED:
+        rc = tsim_parse_int64(val, 0, (int64_t)TSIM_GEN_MAX_SEED, &seed, "--seed", err);
+        g->base.seed = (uint64_t)seed;
+        return rc;
+    case OPT_SLOTS:
+        return tsim_parse_int(val, 0, 1024, &a->c.slots, "--slots", err);
+    case OPT_LAMBDA:
+        rc = tsim_parse_double(val, 1e-9, 1e9, &a->c.lambda_eval, "--lambda", err);
+        a->c.base.common.lambda_plan = a->c.lambda_eval;
+        return rc;
+    case OPT_TOP:
+        return tsim_parse_int(val, 1, 4096, &g->top, "--top", err);
+    case OPT_FORMAT:
+        return tsim_format_parse(val, &a->format, err);
+    case OPT_OUTPUT:
+        a->out_path = val;
+        return TSIM_OK;
+    case OPT_SAVE_REGIME:
+        a->save_path = val;
+        return TSIM_OK;
+    case OPT_NAME:
+        a->name = val;
+        return TSIM_OK;
+    case OPT_PLOTS:
+        a->plots_dir = val;
+        return TSIM_OK;
+    case OPT_JOBS:
+        return tsim_parse_int(val, 1, 1024, &a->c.threads, "--jobs", err);
+    default:
+        return tsim_error_set(err, TSIM_E_INTERNAL, "fit: option %d has no handler", id);
+    }
+}
+
+/* After parsing: the checks, the fit, and its outputs. */
+static int fit_main(fit_args *a)
 {
     tsim_error err = {0};
-    tsim_study_config c;
-    tsim_study_config_default(&c);
-    tsim_fit_grid g;
-    tsim_fit_grid_default(&g);
-    tsim_format format = TSIM_FORMAT_MD;
-    const char *out_path = NULL, *plots_dir = NULL, *save_path = NULL, *name = NULL;
-    bool placements_given = false;
-
-    tsim_argiter it = {argc, argv, 1};
-    const char *opt, *inl;
-    int kind;
-    while ((kind = tsim_arg_next(&it, &opt, &inl)) != TSIM_ARG_END) {
-        if (kind == TSIM_ARG_POSITIONAL)
-            return tsim_cli_usage_error(CMD, "unexpected argument '%s'", opt);
-        if (strcmp(opt, "h") == 0 || strcmp(opt, "help") == 0) {
-            usage();
-            return 0;
-        }
-        char option[64];
-        snprintf(option, sizeof option, "%s", opt);
-        const char *val = tsim_arg_value(&it, inl);
-        if (!val)
-            return tsim_cli_usage_error(CMD, "option '--%s' needs a value", option);
-        int rc = TSIM_OK;
-        if (strcmp(option, "hot-ranks") == 0) {
-            if (!placements_given)
-                g.n_placements = 0;
-            placements_given = true;
-            if (g.n_placements == TSIM_FIT_MAX_AXIS)
-                return tsim_cli_usage_error(CMD, "at most %d --hot-ranks placements", TSIM_FIT_MAX_AXIS);
-            tsim_gen_params probe = g.base;
-            if (strlen(val) >= sizeof g.placements[0])
-                rc = tsim_error_set(&err, TSIM_E_INPUT, "--hot-ranks '%s': too long", val);
-            else if (!(rc = tsim_gen_hot_ranks_parse(val, &probe, &err)))
-                tsim_gen_hot_ranks_format(&probe, g.placements[g.n_placements++], sizeof g.placements[0]);
-        } else if (strcmp(option, "hot-experts") == 0) {
-            rc = parse_hot_experts(val, &g, &err);
-        } else if (strcmp(option, "hot-skew") == 0) {
-            rc = tsim_parse_double_list(val, g.skews, TSIM_FIT_MAX_AXIS, &g.n_skews, "--hot-skew", &err);
-        } else if (strcmp(option, "concentration") == 0) {
-            rc = tsim_parse_double_list(val, g.concentrations, TSIM_FIT_MAX_AXIS, &g.n_concentrations,
-                                        "--concentration", &err);
-        } else if (strcmp(option, "tokens") == 0) {
-            rc = tsim_parse_int_list(val, g.tokens, TSIM_FIT_MAX_AXIS, &g.n_tokens, "--tokens", &err);
-        } else if (strcmp(option, "experts") == 0) {
-            rc = tsim_parse_int(val, 1, TSIM_MAX_EXPERTS, &g.base.experts, "--experts", &err);
-        } else if (strcmp(option, "topk") == 0) {
-            rc = tsim_parse_int(val, 1, TSIM_MAX_EXPERTS, &g.base.topk, "--topk", &err);
-        } else if (strcmp(option, "rpn") == 0 || strcmp(option, "ranks-per-node") == 0) {
-            rc = tsim_parse_int(val, 1, TSIM_MAX_RANKS, &g.base.ranks_per_node, "--rpn", &err);
-        } else if (strcmp(option, "microbatches") == 0) {
-            rc = tsim_parse_int(val, 1, TSIM_GEN_MAX_RECORDS, &g.base.microbatches, "--microbatches", &err);
-        } else if (strcmp(option, "layers") == 0) {
-            rc = tsim_parse_int(val, 1, TSIM_GEN_MAX_RECORDS, &g.base.layers, "--layers", &err);
-        } else if (strcmp(option, "drift") == 0) {
-            rc = tsim_parse_double(val, 0.0, 1.0, &g.base.drift, "--drift", &err);
-        } else if (strcmp(option, "seed") == 0) {
-            int64_t seed;
-            rc = tsim_parse_int64(val, 0, (int64_t)TSIM_GEN_MAX_SEED, &seed, "--seed", &err);
-            g.base.seed = (uint64_t)seed;
-        } else if (strcmp(option, "slots") == 0) {
-            rc = tsim_parse_int(val, 0, 1024, &c.slots, "--slots", &err);
-        } else if (strcmp(option, "lambda") == 0) {
-            rc = tsim_parse_double(val, 1e-9, 1e9, &c.lambda_eval, "--lambda", &err);
-            c.base.common.lambda_plan = c.lambda_eval;
-        } else if (strcmp(option, "top") == 0) {
-            rc = tsim_parse_int(val, 1, 4096, &g.top, "--top", &err);
-        } else if (strcmp(option, "format") == 0) {
-            rc = tsim_format_parse(val, &format, &err);
-        } else if (strcmp(option, "o") == 0 || strcmp(option, "output") == 0) {
-            out_path = val;
-        } else if (strcmp(option, "save-regime") == 0) {
-            save_path = val;
-        } else if (strcmp(option, "name") == 0) {
-            name = val;
-        } else if (strcmp(option, "plots") == 0) {
-            plots_dir = val;
-        } else if (strcmp(option, "j") == 0 || strcmp(option, "jobs") == 0) {
-            rc = tsim_parse_int(val, 1, 1024, &c.threads, "--jobs", &err);
-        } else {
-            return tsim_cli_usage_error(CMD, "unknown option '--%s'", option);
-        }
-        if (rc)
-            return tsim_cli_usage_error(CMD, "%s", err.msg);
-    }
+    tsim_study_config c = a->c;
+    tsim_fit_grid g = a->g;
+    const tsim_format format = a->format;
+    const char *out_path = a->out_path, *plots_dir = a->plots_dir, *save_path = a->save_path, *name = a->name;
     char regime_name[TSIM_REGIME_NAME_MAX] = "";
     if (name) {
         snprintf(regime_name, sizeof regime_name, "%s", name);
@@ -313,4 +355,24 @@ int tsim_cmd_fit(int argc, char **argv)
     rc = write_outputs(&result, format, out_path, save_path, regime_name, plots_dir, &err);
     tsim_fit_result_free(&result);
     return rc ? tsim_cli_fail(CMD, &err) : 0;
+}
+
+int tsim_cmd_fit(int argc, char **argv)
+{
+    tsim_error err = {0};
+    fit_args *a = calloc(1, sizeof *a);
+    if (!a) {
+        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        return tsim_cli_fail(CMD, &err);
+    }
+    tsim_study_config_default(&a->c);
+    tsim_fit_grid_default(&a->g);
+    a->format = TSIM_FORMAT_MD;
+    const tsim_cli_parser parser = {.cmd = CMD, .options = fit_options, .on_option = fit_option, .ctx = a};
+    int parsed = tsim_cli_parse(&parser, argc, argv);
+    if (parsed == TSIM_CLI_HELP)
+        usage();
+    int status = parsed == TSIM_CLI_HELP ? 0 : parsed ? parsed : fit_main(a);
+    free(a);
+    return status;
 }

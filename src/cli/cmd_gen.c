@@ -11,6 +11,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "gen.h"
+#include "options.h"
 #include "parse.h"
 #include "topology.h"
 #include "trace.h"
@@ -110,119 +111,148 @@ static void on_progress(void *ctx, int trial, int64_t done, int64_t total)
         tsim_progress_update(&ps->bar, done, total);
 }
 
-/* "--name=value" or "--name value": the value, advancing *i; NULL if absent. */
-static const char *option_value(int argc, char **argv, int *i, const char *eq)
+/* Option ids are positions in gen_options (+1): messages name the option as typed. */
+enum {
+    OPT_OUTPUT = 1, OPT_EXPERTS, OPT_EP, OPT_RPN, OPT_RANKS_PER_NODE, OPT_TOPK, OPT_TOKENS, OPT_MICROBATCHES,
+    OPT_LAYERS, OPT_HOT_RANKS, OPT_HOT_EXPERTS, OPT_HOT_SKEW, OPT_IMBALANCE, OPT_HOT_FRACTION, OPT_CONCENTRATION,
+    OPT_DRIFT, OPT_SEED, OPT_JOBS, OPT_GZIP_LEVEL, OPT_PROGRESS,
+};
+
+static const tsim_cli_option gen_options[] = {
+    {"output", 'o', true, OPT_OUTPUT},
+    {"experts", 0, true, OPT_EXPERTS},
+    {"ep", 0, true, OPT_EP},
+    {"rpn", 0, true, OPT_RPN},
+    {"ranks-per-node", 0, true, OPT_RANKS_PER_NODE},
+    {"topk", 0, true, OPT_TOPK},
+    {"tokens", 0, true, OPT_TOKENS},
+    {"microbatches", 0, true, OPT_MICROBATCHES},
+    {"layers", 0, true, OPT_LAYERS},
+    {"hot-ranks", 0, true, OPT_HOT_RANKS},
+    {"hot-experts", 0, true, OPT_HOT_EXPERTS},
+    {"hot-skew", 0, true, OPT_HOT_SKEW},
+    {"imbalance", 0, true, OPT_IMBALANCE},
+    {"hot-fraction", 0, true, OPT_HOT_FRACTION},
+    {"concentration", 0, true, OPT_CONCENTRATION},
+    {"drift", 0, true, OPT_DRIFT},
+    {"seed", 0, true, OPT_SEED},
+    {"jobs", 'j', true, OPT_JOBS},
+    {"gzip-level", 0, true, OPT_GZIP_LEVEL},
+    {"progress", 0, false, OPT_PROGRESS},
+    {0},
+};
+
+typedef struct {
+    tsim_gen_params p;
+    const char *output;
+    double target;
+    bool have_target, have_fraction;
+    bool progress_lines; /* --progress */
+    int gzip_level;      /* --gzip-level */
+} gen_args;
+
+static int gen_option(void *ctx, int id, const char *value, tsim_error *err)
 {
-    if (eq)
-        return eq + 1;
-    if (*i + 1 >= argc)
-        return NULL;
-    return argv[++*i];
+    gen_args *a = ctx;
+    tsim_gen_params *p = &a->p;
+    char name[40];
+    snprintf(name, sizeof name, "--%s", gen_options[id - 1].name);
+    switch (id) {
+    case OPT_OUTPUT:
+        a->output = value;
+        return TSIM_OK;
+    case OPT_EXPERTS:
+        return tsim_parse_int(value, 1, TSIM_MAX_EXPERTS, &p->experts, name, err);
+    case OPT_EP:
+        return tsim_parse_int(value, 1, TSIM_MAX_RANKS, &p->ep, name, err);
+    case OPT_RPN:
+    case OPT_RANKS_PER_NODE:
+        return tsim_parse_int(value, 1, TSIM_MAX_RANKS, &p->ranks_per_node, name, err);
+    case OPT_TOPK:
+        return tsim_parse_int(value, 1, TSIM_MAX_EXPERTS, &p->topk, name, err);
+    case OPT_TOKENS:
+        return tsim_parse_int(value, 1, TSIM_GEN_MAX_TOKENS, &p->tokens, name, err);
+    case OPT_MICROBATCHES:
+        return tsim_parse_int(value, 1, TSIM_GEN_MAX_RECORDS, &p->microbatches, name, err);
+    case OPT_LAYERS:
+        return tsim_parse_int(value, 1, TSIM_GEN_MAX_RECORDS, &p->layers, name, err);
+    case OPT_HOT_RANKS:
+        return tsim_gen_hot_ranks_parse(value, p, err);
+    case OPT_HOT_EXPERTS:
+        if (strcmp(value, "all") == 0) {
+            p->hot_experts = 0;
+            return TSIM_OK;
+        }
+        return tsim_parse_int(value, 1, TSIM_MAX_EXPERTS, &p->hot_experts, name, err);
+    case OPT_HOT_SKEW:
+        return tsim_parse_double(value, 0.0, TSIM_GEN_MAX_SKEW, &p->hot_skew, name, err);
+    case OPT_IMBALANCE:
+        a->have_target = true;
+        return tsim_parse_double(value, 0.0, TSIM_MAX_RANKS, &a->target, name, err);
+    case OPT_HOT_FRACTION:
+        a->have_fraction = true;
+        return tsim_parse_double(value, 0.0, 1.0, &p->hot_fraction, name, err);
+    case OPT_CONCENTRATION:
+        return tsim_parse_double(value, 1e-3, 1e9, &p->concentration, name, err);
+    case OPT_DRIFT:
+        return tsim_parse_double(value, 0.0, 1.0, &p->drift, name, err);
+    case OPT_SEED: {
+        int64_t seed;
+        int rc = tsim_parse_int64(value, 0, (int64_t)TSIM_GEN_MAX_SEED, &seed, name, err);
+        p->seed = (uint64_t)seed;
+        return rc;
+    }
+    case OPT_JOBS:
+        return tsim_parse_int(value, 1, TSIM_GEN_MAX_THREADS, &p->threads, name, err);
+    case OPT_GZIP_LEVEL:
+        return tsim_parse_int(value, 0, 9, &a->gzip_level, name, err);
+    case OPT_PROGRESS:
+        a->progress_lines = true;
+        return TSIM_OK;
+    default:
+        return tsim_error_set(err, TSIM_E_INTERNAL, "gen: option %d has no handler", id);
+    }
+}
+
+/* Parses and checks the command line. Returns 0, TSIM_CLI_HELP, or 2 after
+ * printing the usage error. */
+static int gen_parse(int argc, char **argv, gen_args *a)
+{
+    tsim_gen_params_default(&a->p);
+    a->output = NULL;
+    a->target = 0.3;
+    a->have_target = a->have_fraction = false;
+    a->progress_lines = false;
+    a->gzip_level = 6;
+    const tsim_cli_parser parser = {.cmd = CMD, .options = gen_options, .on_option = gen_option, .ctx = a};
+    int rc = tsim_cli_parse(&parser, argc, argv);
+    if (rc)
+        return rc;
+    tsim_error err = {0};
+    if (!a->output)
+        return tsim_cli_usage_error(CMD, "no output file: give -o FILE");
+    if (a->have_target && a->have_fraction)
+        return tsim_cli_usage_error(CMD, "give --imbalance or --hot-fraction, not both");
+    if (tsim_gen_params_check(&a->p, &err))
+        return tsim_cli_usage_error(CMD, "%s", err.msg);
+    return 0;
 }
 
 int tsim_cmd_gen(int argc, char **argv)
 {
-    tsim_gen_params p;
-    tsim_gen_params_default(&p);
-    const char *output = NULL;
-    double target = 0.3;
-    bool have_target = false, have_fraction = false, progress_lines = false;
-    int gzip_level = 6;
-    tsim_error err = {0};
-
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(arg, "-o") == 0) {
-            if (i + 1 >= argc)
-                return tsim_cli_usage_error(CMD, "-o needs a file name");
-            output = argv[++i];
-            continue;
-        }
-        if (strcmp(arg, "--progress") == 0) {
-            progress_lines = true;
-            continue;
-        }
-        if (strcmp(arg, "-j") == 0 || (strncmp(arg, "-j", 2) == 0 && arg[2] >= '0' && arg[2] <= '9')) {
-            const char *v = arg[2] ? arg + 2 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v)
-                return tsim_cli_usage_error(CMD, "-j needs a number of threads");
-            if (tsim_parse_int(v, 1, TSIM_GEN_MAX_THREADS, &p.threads, "-j", &err))
-                return tsim_cli_usage_error(CMD, "%s", err.msg);
-            continue;
-        }
-        if (strncmp(arg, "--", 2) != 0)
-            return tsim_cli_usage_error(CMD, "unexpected argument '%s'", arg);
-        const char *eq = strchr(arg, '=');
-        size_t name_len = eq ? (size_t)(eq - arg) : strlen(arg);
-        char name[64];
-        if (name_len >= sizeof name)
-            return tsim_cli_usage_error(CMD, "unknown option '%s'", arg);
-        memcpy(name, arg, name_len);
-        name[name_len] = '\0';
-        const char *value = option_value(argc, argv, &i, eq);
-        if (!value)
-            return tsim_cli_usage_error(CMD, "%s needs a value", name);
-
-        int rc = TSIM_OK;
-        if (strcmp(name, "--output") == 0) {
-            output = value;
-        } else if (strcmp(name, "--experts") == 0) {
-            rc = tsim_parse_int(value, 1, TSIM_MAX_EXPERTS, &p.experts, name, &err);
-        } else if (strcmp(name, "--ep") == 0) {
-            rc = tsim_parse_int(value, 1, TSIM_MAX_RANKS, &p.ep, name, &err);
-        } else if (strcmp(name, "--rpn") == 0 || strcmp(name, "--ranks-per-node") == 0) {
-            rc = tsim_parse_int(value, 1, TSIM_MAX_RANKS, &p.ranks_per_node, name, &err);
-        } else if (strcmp(name, "--topk") == 0) {
-            rc = tsim_parse_int(value, 1, TSIM_MAX_EXPERTS, &p.topk, name, &err);
-        } else if (strcmp(name, "--tokens") == 0) {
-            rc = tsim_parse_int(value, 1, TSIM_GEN_MAX_TOKENS, &p.tokens, name, &err);
-        } else if (strcmp(name, "--microbatches") == 0) {
-            rc = tsim_parse_int(value, 1, TSIM_GEN_MAX_RECORDS, &p.microbatches, name, &err);
-        } else if (strcmp(name, "--layers") == 0) {
-            rc = tsim_parse_int(value, 1, TSIM_GEN_MAX_RECORDS, &p.layers, name, &err);
-        } else if (strcmp(name, "--hot-ranks") == 0) {
-            rc = tsim_gen_hot_ranks_parse(value, &p, &err);
-        } else if (strcmp(name, "--hot-experts") == 0) {
-            if (strcmp(value, "all") == 0)
-                p.hot_experts = 0;
-            else
-                rc = tsim_parse_int(value, 1, TSIM_MAX_EXPERTS, &p.hot_experts, name, &err);
-        } else if (strcmp(name, "--hot-skew") == 0) {
-            rc = tsim_parse_double(value, 0.0, TSIM_GEN_MAX_SKEW, &p.hot_skew, name, &err);
-        } else if (strcmp(name, "--imbalance") == 0) {
-            rc = tsim_parse_double(value, 0.0, TSIM_MAX_RANKS, &target, name, &err);
-            have_target = true;
-        } else if (strcmp(name, "--hot-fraction") == 0) {
-            rc = tsim_parse_double(value, 0.0, 1.0, &p.hot_fraction, name, &err);
-            have_fraction = true;
-        } else if (strcmp(name, "--concentration") == 0) {
-            rc = tsim_parse_double(value, 1e-3, 1e9, &p.concentration, name, &err);
-        } else if (strcmp(name, "--drift") == 0) {
-            rc = tsim_parse_double(value, 0.0, 1.0, &p.drift, name, &err);
-        } else if (strcmp(name, "--gzip-level") == 0) {
-            rc = tsim_parse_int(value, 0, 9, &gzip_level, name, &err);
-        } else if (strcmp(name, "--jobs") == 0) {
-            rc = tsim_parse_int(value, 1, TSIM_GEN_MAX_THREADS, &p.threads, name, &err);
-        } else if (strcmp(name, "--seed") == 0) {
-            int64_t seed;
-            rc = tsim_parse_int64(value, 0, (int64_t)TSIM_GEN_MAX_SEED, &seed, name, &err);
-            p.seed = (uint64_t)seed;
-        } else {
-            return tsim_cli_usage_error(CMD, "unknown option '%s'", name);
-        }
-        if (rc)
-            return tsim_cli_usage_error(CMD, "%s", err.msg);
+    gen_args a;
+    int parsed = gen_parse(argc, argv, &a);
+    if (parsed == TSIM_CLI_HELP) {
+        usage(stdout);
+        return 0;
     }
-    if (!output)
-        return tsim_cli_usage_error(CMD, "no output file: give -o FILE");
-    if (have_target && have_fraction)
-        return tsim_cli_usage_error(CMD, "give --imbalance or --hot-fraction, not both");
-    if (tsim_gen_params_check(&p, &err))
-        return tsim_cli_usage_error(CMD, "%s", err.msg);
+    if (parsed)
+        return parsed;
+    tsim_gen_params p = a.p;
+    const char *output = a.output;
+    const double target = a.target;
+    const bool have_fraction = a.have_fraction;
+    tsim_error err = {0};
     tsim_trace_format fmt;
     if (tsim_trace_format_from_path(output, &fmt, &err))
         return tsim_cli_fail(CMD, &err);
@@ -235,7 +265,7 @@ int tsim_cmd_gen(int argc, char **argv)
     memset(&ps, 0, sizeof ps);
     ps.trial = -1;
     tsim_progress_start(&ps.bar, ps.what);
-    ps.lines = progress_lines;
+    ps.lines = a.progress_lines;
     ps.last_line = ps.bar.start;
 
     /* The header carries the achieved mean, so it is known before writing:
@@ -276,7 +306,7 @@ int tsim_cmd_gen(int argc, char **argv)
     if (!rc)
         rc = tsim_writer_open(&w, output, &header, &err);
     if (!rc)
-        rc = tsim_writer_set_gzip_level(w, gzip_level, &err);
+        rc = tsim_writer_set_gzip_level(w, a.gzip_level, &err);
     double sum = 0.0;
     ps.writing = true;
     ps.trial = -1;

@@ -5,6 +5,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "options.h"
 #include "parse.h"
 #include "trace_index.h"
 
@@ -40,37 +41,66 @@ static void print_summary(const char *trace, const tsim_trace_index *ix)
         printf("  layer %lld: %lld records\n", (long long)ix->layers[i].layer, (long long)ix->layers[i].records);
 }
 
+enum { OPT_OUTPUT = 1, OPT_EVERY, OPT_CHECK };
+
+static const tsim_cli_option index_options[] = {
+    {"output", 'o', true, OPT_OUTPUT},
+    {"every", 0, true, OPT_EVERY},
+    {"check", 0, false, OPT_CHECK},
+    {0},
+};
+
+typedef struct {
+    const char *trace, *output;
+    int every;
+    bool check;
+} index_args;
+
+static int index_option(void *ctx, int id, const char *value, tsim_error *err)
+{
+    index_args *a = ctx;
+    switch (id) {
+    case OPT_OUTPUT:
+        a->output = value;
+        return TSIM_OK;
+    case OPT_EVERY:
+        return tsim_parse_int(value, 1, 1 << 30, &a->every, "--every", err);
+    case OPT_CHECK:
+        a->check = true;
+        return TSIM_OK;
+    default:
+        return tsim_error_set(err, TSIM_E_INTERNAL, "index: option %d has no handler", id);
+    }
+}
+
+static int index_positional(void *ctx, const char *arg, tsim_error *err)
+{
+    index_args *a = ctx;
+    if (a->trace)
+        return tsim_error_set(err, TSIM_E_INPUT, "one trace at a time ('%s' and '%s')", a->trace, arg);
+    a->trace = arg;
+    return TSIM_OK;
+}
+
 int tsim_cmd_index(int argc, char **argv)
 {
-    const char *trace = NULL, *output = NULL;
-    int every = TSIM_INDEX_DEFAULT_EVERY;
-    bool check = false;
-    tsim_error err = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(a, "--check") == 0) {
-            check = true;
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc)
-                return tsim_cli_usage_error(CMD, "%s needs a file name", a);
-            output = argv[++i];
-        } else if (strcmp(a, "--every") == 0) {
-            if (i + 1 >= argc)
-                return tsim_cli_usage_error(CMD, "--every needs a number of records");
-            if (tsim_parse_int(argv[++i], 1, 1 << 30, &every, "--every", &err))
-                return tsim_cli_usage_error(CMD, "%s", err.msg);
-        } else if (a[0] == '-' && a[1]) {
-            return tsim_cli_usage_error(CMD, "unknown option '%s'", a);
-        } else if (trace) {
-            return tsim_cli_usage_error(CMD, "one trace at a time ('%s' and '%s')", trace, a);
-        } else {
-            trace = a;
-        }
+    index_args a = {.every = TSIM_INDEX_DEFAULT_EVERY};
+    const tsim_cli_parser parser = {.cmd = CMD,
+                                    .options = index_options,
+                                    .on_option = index_option,
+                                    .on_positional = index_positional,
+                                    .ctx = &a};
+    int parsed = tsim_cli_parse(&parser, argc, argv);
+    if (parsed == TSIM_CLI_HELP) {
+        usage(stdout);
+        return 0;
     }
+    if (parsed)
+        return parsed;
+    const char *trace = a.trace, *output = a.output;
+    const int every = a.every;
+    const bool check = a.check;
+    tsim_error err = {0};
     if (!trace)
         return tsim_cli_usage_error(CMD, "no trace: give TRACE");
     char *path = NULL;

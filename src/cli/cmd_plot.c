@@ -6,6 +6,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "options.h"
 #include "plot.h"
 
 static void usage(FILE *out)
@@ -64,43 +65,55 @@ static char *default_outdir(const char *result)
     return dir;
 }
 
+enum { OPT_OUTPUT = 1, OPT_FORMAT };
+
+static const tsim_cli_option plot_options[] = {
+    {"output", 'o', true, OPT_OUTPUT},
+    {"format", 0, true, OPT_FORMAT},
+    {0},
+};
+
+typedef struct {
+    const char *result, *outdir;
+    int formats;
+} plot_args;
+
+static int plot_option(void *ctx, int id, const char *value, tsim_error *err)
+{
+    plot_args *a = ctx;
+    if (id == OPT_FORMAT)
+        return tsim_plot_formats_parse(value, &a->formats, err);
+    if (!value[0])
+        return tsim_error_set(err, TSIM_E_INPUT, "-o needs a directory");
+    a->outdir = value;
+    return TSIM_OK;
+}
+
+static int plot_positional(void *ctx, const char *arg, tsim_error *err)
+{
+    plot_args *a = ctx;
+    if (a->result)
+        return tsim_error_set(err, TSIM_E_INPUT, "one result file only, got '%s' and '%s'", a->result, arg);
+    a->result = arg;
+    return TSIM_OK;
+}
+
 int tsim_cmd_plot(int argc, char **argv)
 {
     const char *cmd = "plot";
-    const char *result = NULL, *outdir = NULL;
-    int formats = TSIM_PLOT_PNG;
     tsim_error err = {0};
-    tsim_argiter it = {argc, argv, 1};
-    const char *name, *inline_value;
-    int kind;
-    while ((kind = tsim_arg_next(&it, &name, &inline_value)) != TSIM_ARG_END) {
-        if (kind == TSIM_ARG_POSITIONAL) {
-            if (result)
-                return tsim_cli_usage_error(cmd, "one result file only, got '%s' and '%s'", result, name);
-            result = name;
-            continue;
-        }
-        if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        if (strcmp(name, "o") == 0 || strcmp(name, "output") == 0) {
-            outdir = tsim_arg_value(&it, inline_value);
-            if (!outdir || !outdir[0])
-                return tsim_cli_usage_error(cmd, "-o needs a directory");
-        } else if (strcmp(name, "format") == 0) {
-            const char *v = tsim_arg_value(&it, inline_value);
-            if (!v)
-                return tsim_cli_usage_error(cmd, "--format needs a value (png, svg, both or none)");
-            if (tsim_plot_formats_parse(v, &formats, &err))
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-        } else if (strcmp(name, "") == 0 && !inline_value) {
-            /* A lone "-" is stdin; tsim_arg_next gives it as a positional. */
-            return tsim_cli_usage_error(cmd, "unknown option '--'");
-        } else {
-            return tsim_cli_usage_error(cmd, "unknown option '%s'", argv[it.i - 1]);
-        }
+    plot_args a = {.result = NULL, .outdir = NULL, .formats = TSIM_PLOT_PNG};
+    const tsim_cli_parser parser = {.cmd = cmd, .options = plot_options, .on_option = plot_option,
+                                    .on_positional = plot_positional, .ctx = &a};
+    int parsed = tsim_cli_parse(&parser, argc, argv);
+    if (parsed == TSIM_CLI_HELP) {
+        usage(stdout);
+        return 0;
     }
+    if (parsed)
+        return parsed;
+    const char *result = a.result, *outdir = a.outdir;
+    const int formats = a.formats;
     if (!result)
         return tsim_cli_usage_error(cmd, "no result file given");
 

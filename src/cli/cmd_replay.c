@@ -415,265 +415,288 @@ static int count_records(const char *path, const tsim_read_options *ropts, int64
     return rc;
 }
 
-/* id_argv: the command line as typed (tsim_argv_identity), for a shard's
- * partial result. */
-static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
-{
-    const char *cmd = "replay";
-    tsim_error err = {0};
+/* One replay, from its parsed command line to its output. */
+typedef struct {
     replay_args a;
-    int parsed = replay_parse(argc, argv, &a);
-    if (parsed == TSIM_CLI_HELP) {
-        replay_help();
-        return 0;
-    }
+    char **id_argv; /* the command line as typed (tsim_argv_identity), for a shard's partial result */
+    int id_argc;
+    bool sharded;
+    tsim_planner planners[MAX_PLANNERS];
+    int n_planners;
+    /* a shard's first pass (count_records) */
+    layer_order layers;
+    int64_t total, trace_bytes;
+    tsim_trace_digest digest;
+    bool keep_values; /* a shard keeps its per-record values */
+    tsim_reader *reader;
+    const tsim_trace_header *h;
+    tsim_session s;
+    bool session_ready;
+    replay_hook_ctx hctx;
+    tsim_outfile out;
+    tsim_session_jobs *jobs;
+    tsim_error err;
+} replay_run;
+
+/* Parse: the command line, and what its options rule out together. Returns
+ * 0, TSIM_CLI_HELP, or 2 after printing the usage error. */
+static int replay_parse_checked(int argc, char **argv, replay_args *a)
+{
+    int parsed = replay_parse(argc, argv, a);
     if (parsed)
         return parsed;
-    tsim_planner_options base = a.base;
-    const char *path = a.path, *planners_arg = a.planners_arg, *out_path = a.out_path, *dump_path = a.dump_path;
-    const char *const *gates = a.gates;
-    const int n_gates = a.n_gates;
-    tsim_read_options ropts = a.ropts;
-    tsim_replay_output_options oo = a.oo;
-    const int slots = a.slots;
-    const double lambda_eval = a.lambda_eval;
-    const bool timing = a.timing, step_model_on = a.step_model_on;
-    const tsim_step_model step_model = a.step_model;
-    const bool sharded = a.shard.count > 0;
-    if (!path)
-        return tsim_cli_usage_error(cmd, "missing trace FILE");
-    if (sharded) {
+    if (!a->path)
+        return tsim_cli_usage_error("replay", "missing trace FILE");
+    if (a->shard.count > 0) {
         /* A shard's output is the partial result merge reads; what only the
          * whole result can say goes on the merge. */
-        if (a.format_given && oo.format != TSIM_FORMAT_JSON)
-            return tsim_cli_usage_error(cmd, "--shard writes a partial result (JSON) for 'taotsim merge': "
-                                             "give --format md|csv to the merge");
-        if (n_gates)
-            return tsim_cli_usage_error(cmd, "--fail-if goes on 'taotsim merge', which sees the whole result");
-        if (dump_path)
-            return tsim_cli_usage_error(cmd, "--dump-plans does not combine with --shard");
+        if (a->format_given && a->oo.format != TSIM_FORMAT_JSON)
+            return tsim_cli_usage_error("replay", "--shard writes a partial result (JSON) for 'taotsim merge': "
+                                                  "give --format md|csv to the merge");
+        if (a->n_gates)
+            return tsim_cli_usage_error("replay", "--fail-if goes on 'taotsim merge', which sees the whole result");
+        if (a->dump_path)
+            return tsim_cli_usage_error("replay", "--dump-plans does not combine with --shard");
     }
+    return 0;
+}
 
-    tsim_planner planners[MAX_PLANNERS];
-    int n_planners = 0;
-    if (tsim_planner_list_parse(planners_arg, &base, planners, MAX_PLANNERS, &n_planners, &err))
-        return tsim_cli_usage_error(cmd, "%s", err.msg);
+/* The session over the trace's topology. The default list runs on every
+ * trace it can: when LPLB alone cannot (no graph fits, e.g. R = 1), it is
+ * left out with one note. An explicit --planners lplb still fails with the
+ * reason. */
+static int replay_session_init(replay_run *x)
+{
+    const tsim_trace_header *h = x->h;
+    int rc = tsim_session_init(&x->s, h->ep, h->experts, h->ranks_per_node, x->a.slots, h->home, x->planners,
+                               x->n_planners, x->a.lambda_eval, &x->err);
+    if (rc && !x->a.planners_given && strncmp(x->err.msg, "planner 'lplb'", 14) == 0) {
+        fprintf(stderr, "taotsim replay: note: lplb left out of the default planners: %s\n", x->err.msg);
+        int kept = 0;
+        for (int i = 0; i < x->n_planners; i++)
+            if (strcmp(x->planners[i].label, "lplb") != 0)
+                x->planners[kept++] = x->planners[i];
+        x->n_planners = kept;
+        x->err = (tsim_error){0};
+        rc = tsim_session_init(&x->s, h->ep, h->experts, h->ranks_per_node, x->a.slots, h->home, x->planners,
+                               x->n_planners, x->a.lambda_eval, &x->err);
+    }
+    x->session_ready = rc == TSIM_OK;
+    return rc;
+}
 
+/* Set up: the planners, the outputs checked, a shard's first pass, the reader,
+ * the session, --dump-plans and the -j workers. Returns 0 or the exit status
+ * after printing the error. */
+static int replay_setup(replay_run *x)
+{
+    const char *cmd = "replay";
+    replay_args *a = &x->a;
+    if (tsim_planner_list_parse(a->planners_arg, &a->base, x->planners, MAX_PLANNERS, &x->n_planners, &x->err))
+        return tsim_cli_usage_error(cmd, "%s", x->err.msg);
     /* Outputs are checked before any work: each one writable, none the same
      * file as the trace or as the other. */
-    {
-        const char *outputs[] = {out_path, dump_path};
-        const char *flags[] = {"-o", "--dump-plans"};
-        if (tsim_outfile_check_writable(out_path, &err) || tsim_outfile_check_writable(dump_path, &err) ||
-            tsim_outfile_check_distinct(outputs, flags, 2, &path, 1, &err))
-            return tsim_cli_fail(cmd, &err);
-    }
-
+    const char *outputs[] = {a->out_path, a->dump_path};
+    const char *flags[] = {"-o", "--dump-plans"};
+    if (tsim_outfile_check_writable(a->out_path, &x->err) || tsim_outfile_check_writable(a->dump_path, &x->err) ||
+        tsim_outfile_check_distinct(outputs, flags, 2, &a->path, 1, &x->err))
+        return tsim_cli_fail(cmd, &x->err);
     /* A shard needs the record count for its range, and the layers' order
      * for the planners that take whole layers. */
-    layer_order layers = {0};
-    int64_t total = 0, trace_bytes = 0;
-    tsim_trace_digest digest = {0};
-    if (sharded && count_records(path, &ropts, &total, &layers, &digest, &trace_bytes, &err)) {
-        free(layers.layer);
-        free(layers.dense);
-        return tsim_cli_fail(cmd, &err);
-    }
-
-    tsim_reader *reader = NULL;
-    if (tsim_reader_open(&reader, path, &ropts, &err)) {
-        free(layers.layer);
-        free(layers.dense);
-        return tsim_cli_fail(cmd, &err);
-    }
-    const tsim_trace_header *h = tsim_reader_header(reader);
-    if (tsim_reader_rebucketed(reader))
+    if (x->sharded && count_records(a->path, &a->ropts, &x->total, &x->layers, &x->digest, &x->trace_bytes, &x->err))
+        return tsim_cli_fail(cmd, &x->err);
+    if (tsim_reader_open(&x->reader, a->path, &a->ropts, &x->err))
+        return tsim_cli_fail(cmd, &x->err);
+    x->h = tsim_reader_header(x->reader);
+    if (tsim_reader_rebucketed(x->reader))
         fprintf(stderr, "taotsim replay: %s: rebucketed to EP %d (per-expert totals kept, sources split evenly)\n",
-                path, h->ep);
-    print_reader_warnings(reader);
-
-    tsim_session s;
-    int init_rc = tsim_session_init(&s, h->ep, h->experts, h->ranks_per_node, slots, h->home, planners,
-                                    n_planners, lambda_eval, &err);
-    /* The default list runs on every trace it can: when LPLB alone cannot
-     * (no graph fits, e.g. R = 1), it is left out with one note. An explicit
-     * --planners lplb still fails with the reason. */
-    if (init_rc && !a.planners_given && strncmp(err.msg, "planner 'lplb'", 14) == 0) {
-        fprintf(stderr, "taotsim replay: note: lplb left out of the default planners: %s\n", err.msg);
-        int kept = 0;
-        for (int i = 0; i < n_planners; i++)
-            if (strcmp(planners[i].label, "lplb") != 0)
-                planners[kept++] = planners[i];
-        n_planners = kept;
-        err = (tsim_error){0};
-        init_rc = tsim_session_init(&s, h->ep, h->experts, h->ranks_per_node, slots, h->home, planners, n_planners,
-                                    lambda_eval, &err);
-    }
-    if (init_rc) {
-        tsim_reader_close(reader);
-        free(layers.layer);
-        free(layers.dense);
-        return tsim_cli_fail(cmd, &err);
-    }
-    tsim_cli_report_fallbacks(s.planners, s.n_planners, stderr);
-    s.timing = timing;
-    s.step_model_on = step_model_on;
-    s.step_model = step_model;
-    s.keep_ids = oo.per_record;
+                a->path, x->h->ep);
+    print_reader_warnings(x->reader);
+    if (replay_session_init(x))
+        return tsim_cli_fail(cmd, &x->err);
+    tsim_session *s = &x->s;
+    tsim_cli_report_fallbacks(s->planners, s->n_planners, stderr);
+    s->timing = a->timing;
+    s->step_model_on = a->step_model_on;
+    s->step_model = a->step_model;
+    s->keep_ids = a->oo.per_record;
     /* A shard keeps its per-record values when the whole run would, so the
      * merge can put them back in record order. */
-    const bool keep_values = oo.per_record || total <= TSIM_SESSION_EXACT_RECORDS;
-    s.keep_indices = sharded && keep_values;
+    x->keep_values = a->oo.per_record || x->total <= TSIM_SESSION_EXACT_RECORDS;
+    s->keep_indices = x->sharded && x->keep_values;
     /* Flat memory however long the trace: past TSIM_SESSION_EXACT_RECORDS
      * records (and without --per-record) the metric series switch to the
      * bounded summary of stats.h; shorter replays keep every value and print
      * exactly what they always did. */
-    tsim_session_bound_memory(&s, TSIM_SESSION_EXACT_RECORDS);
-    s.pipeline = true; /* external planners get --exec-window records in flight; drained below */
-    replay_hook_ctx hctx = {.trace_path = path, .home = h->home};
-    int status = TSIM_OK;
-    tsim_outfile out = {0};
-    tsim_session_jobs *jobs = NULL;
-    if (dump_path) {
-        if (tsim_outfile_open(&hctx.dump, dump_path, &err)) {
-            status = tsim_cli_fail(cmd, &err);
-            goto done;
-        }
-        hctx.dumping = true;
+    tsim_session_bound_memory(s, TSIM_SESSION_EXACT_RECORDS);
+    s->pipeline = true; /* external planners get --exec-window records in flight; drained below */
+    x->hctx = (replay_hook_ctx){.trace_path = a->path, .home = x->h->home};
+    if (a->dump_path) {
+        if (tsim_outfile_open(&x->hctx.dump, a->dump_path, &x->err))
+            return tsim_cli_fail(cmd, &x->err);
+        x->hctx.dumping = true;
     }
-    s.hook = dump_hook;
-    s.hook_ctx = &hctx;
-
+    s->hook = dump_hook;
+    s->hook_ctx = &x->hctx;
     /* -j and shards plan through the threaded path (one thread with -j 1). */
-    if ((a.jobs > 1 || sharded) && tsim_session_jobs_start(&jobs, &s, a.jobs, &err)) {
-        status = tsim_cli_fail(cmd, &err);
-        goto done;
-    }
+    if ((a->jobs > 1 || x->sharded) && tsim_session_jobs_start(&x->jobs, s, a->jobs, &x->err))
+        return tsim_cli_fail(cmd, &x->err);
+    return 0;
+}
+
+/* Run: every record (a shard's, or all) through the planners, then every
+ * exec planner drained. Returns 0 or the exit status after the error. */
+static int replay_records(replay_run *x)
+{
+    const char *cmd = "replay";
+    tsim_session *s = &x->s;
     tsim_planner_memory memory[MAX_PLANNERS];
     bool want[MAX_PLANNERS];
     bool whole_trace = false; /* some planner takes whole layers: every record is read */
-    for (int p = 0; p < s.n_planners; p++) {
-        memory[p] = tsim_planner_memory_of(s.planners[p].desc);
+    for (int p = 0; p < s->n_planners; p++) {
+        memory[p] = tsim_planner_memory_of(s->planners[p].desc);
         whole_trace = whole_trace || memory[p] != TSIM_MEMORY_NONE;
     }
+    const tsim_shard shard = x->a.shard;
     int64_t range_lo = 0, range_hi = 0;
-    tsim_shard_range(total, a.shard, &range_lo, &range_hi);
-
+    tsim_shard_range(x->total, shard, &range_lo, &range_hi);
     tsim_progress progress;
     tsim_progress_start(&progress, "replay");
     for (int64_t seq = 0;; seq++) {
-        if (sharded && !whole_trace && seq >= range_hi)
+        if (x->sharded && !whole_trace && seq >= range_hi)
             break; /* the rest is other shards' */
         const tsim_record *rec;
-        int got = tsim_reader_next(reader, &rec, &err);
+        int got = tsim_reader_next(x->reader, &rec, &x->err);
         if (got == 0)
             break;
-        if (got < 0 || got > 1) {
-            status = tsim_cli_fail(cmd, &err);
-            goto done;
-        }
-        int rc;
-        if (sharded) {
-            int64_t at = layer_order_find(&layers, rec->layer);
-            if (at < 0 || seq >= total) {
-                tsim_error_set(&err, TSIM_E_INPUT, "%s: the trace changed while it was read (record %lld)", path,
-                               (long long)seq);
-                status = tsim_cli_fail(cmd, &err);
-                goto done;
+        if (got < 0 || got > 1)
+            return tsim_cli_fail(cmd, &x->err);
+        if (x->sharded) {
+            int64_t at = layer_order_find(&x->layers, rec->layer);
+            if (at < 0 || seq >= x->total) {
+                tsim_error_set(&x->err, TSIM_E_INPUT, "%s: the trace changed while it was read (record %lld)",
+                               x->a.path, (long long)seq);
+                return tsim_cli_fail(cmd, &x->err);
             }
-            for (int p = 0; p < s.n_planners; p++)
-                want[p] = tsim_shard_owner(memory[p], p, layers.dense[at], seq, total, a.shard.count) ==
-                          a.shard.index;
+            for (int p = 0; p < s->n_planners; p++)
+                want[p] = tsim_shard_owner(memory[p], p, x->layers.dense[at], seq, x->total, shard.count) ==
+                          shard.index;
         }
-        if (jobs)
-            rc = tsim_session_jobs_record(jobs, rec, sharded ? want : NULL, &err);
-        else
-            rc = tsim_session_record(&s, rec, &err);
-        if (rc) {
-            status = tsim_cli_fail(cmd, &err);
-            goto done;
-        }
+        int rc = x->jobs ? tsim_session_jobs_record(x->jobs, rec, x->sharded ? want : NULL, &x->err)
+                         : tsim_session_record(s, rec, &x->err);
+        if (rc)
+            return tsim_cli_fail(cmd, &x->err);
         int64_t done_bytes, total_bytes;
-        tsim_reader_progress(reader, &done_bytes, &total_bytes);
+        tsim_reader_progress(x->reader, &done_bytes, &total_bytes);
         tsim_progress_update(&progress, done_bytes, total_bytes);
     }
     /* every exec planner ended (exit 0, nothing more written) before a file is */
-    if ((jobs ? tsim_session_jobs_finish(jobs, &err) : tsim_session_drain(&s, &err)) ||
-        tsim_external_finish(&err)) {
-        status = tsim_cli_fail(cmd, &err);
-        goto done;
-    }
+    if ((x->jobs ? tsim_session_jobs_finish(x->jobs, &x->err) : tsim_session_drain(s, &x->err)) ||
+        tsim_external_finish(&x->err))
+        return tsim_cli_fail(cmd, &x->err);
     tsim_progress_finish(&progress);
-    print_reader_warnings(reader);
+    print_reader_warnings(x->reader);
+    return 0;
+}
 
-    if (tsim_outfile_open(&out, out_path, &err)) {
-        status = tsim_cli_fail(cmd, &err);
-        goto done;
-    }
-    if (sharded) {
-        tsim_replay_partial_info info = {
-            .shard = a.shard, .argv = id_argv, .argc = id_argc, .trace_path = path, .header = h,
-            .records = total, .digest = digest, .bytes = trace_bytes, .per_record = oo.per_record,
-            .values = keep_values,
-        };
-        cJSON *j = tsim_replay_partial_json(&s, &info, &err);
-        int rc = j ? tsim_json_print(out.fp, j) : TSIM_E_INTERNAL;
-        if (j && rc)
-            tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory printing JSON");
-        cJSON_Delete(j);
-        /* merge reads partials up to the JSON document limit: say so now,
-         * not after every shard has run */
-        long size = rc ? -1 : ftell(out.fp);
-        if (size > 0 && (uint64_t)size > TSIM_JSON_DOC_MAX)
-            rc = tsim_error_set(&err, TSIM_E_INPUT,
-                                "the partial result has %ld MiB, more than taotsim merge reads (%zu MiB): split the "
-                                "replay into more shards",
-                                size >> 20, TSIM_JSON_DOC_MAX >> 20);
-        if (rc || tsim_outfile_commit(&out, &err)) {
-            status = tsim_cli_fail(cmd, &err);
-            goto done;
-        }
-        status = TSIM_OK;
-        goto done;
-    }
-    oo.trace_path = path;
-    oo.header = h;
-    oo.records = tsim_reader_count(reader);
+/* A shard's output: its partial result for `taotsim merge`. */
+static int replay_emit_partial(replay_run *x)
+{
+    tsim_replay_partial_info info = {
+        .shard = x->a.shard, .argv = x->id_argv, .argc = x->id_argc, .trace_path = x->a.path, .header = x->h,
+        .records = x->total, .digest = x->digest, .bytes = x->trace_bytes, .per_record = x->a.oo.per_record,
+        .values = x->keep_values,
+    };
+    cJSON *j = tsim_replay_partial_json(&x->s, &info, &x->err);
+    int rc = j ? tsim_json_print(x->out.fp, j) : TSIM_E_INTERNAL;
+    if (j && rc)
+        tsim_error_set(&x->err, TSIM_E_INTERNAL, "out of memory printing JSON");
+    cJSON_Delete(j);
+    /* merge reads partials up to the JSON document limit: say so now,
+     * not after every shard has run */
+    long size = rc ? -1 : ftell(x->out.fp);
+    if (size > 0 && (uint64_t)size > TSIM_JSON_DOC_MAX)
+        rc = tsim_error_set(&x->err, TSIM_E_INPUT,
+                            "the partial result has %ld MiB, more than taotsim merge reads (%zu MiB): split the "
+                            "replay into more shards",
+                            size >> 20, TSIM_JSON_DOC_MAX >> 20);
+    if (rc || tsim_outfile_commit(&x->out, &x->err))
+        return tsim_cli_fail("replay", &x->err);
+    return TSIM_OK;
+}
+
+/* Emit: the result (or a shard's partial), the --fail-if gates, and the files
+ * renamed into place. Returns the exit status. */
+static int replay_emit(replay_run *x)
+{
+    const char *cmd = "replay";
+    if (tsim_outfile_open(&x->out, x->a.out_path, &x->err))
+        return tsim_cli_fail(cmd, &x->err);
+    if (x->sharded)
+        return replay_emit_partial(x);
+    tsim_replay_output_options *oo = &x->a.oo;
+    oo->trace_path = x->a.path;
+    oo->header = x->h;
+    oo->records = tsim_reader_count(x->reader);
     /* Both files written and flushed before either is renamed into place: a
      * full disk under either leaves neither behind. */
-    if (tsim_replay_output_print(out.fp, &s, &oo, &err) || tsim_outfile_flush(&out, &err) ||
-        (hctx.dumping && tsim_outfile_flush(&hctx.dump, &err))) {
-        status = tsim_cli_fail(cmd, &err);
-        goto done;
-    }
+    if (tsim_replay_output_print(x->out.fp, &x->s, oo, &x->err) || tsim_outfile_flush(&x->out, &x->err) ||
+        (x->hctx.dumping && tsim_outfile_flush(&x->hctx.dump, &x->err)))
+        return tsim_cli_fail(cmd, &x->err);
     /* The gates are checked before anything is renamed into place: a gate
      * that names nothing in the result is a usage error (exit 2), and exit 2
      * means nothing was written. A gate that holds (exit 1) keeps the files. */
-    int gate_status = check_gates(&s, gates, n_gates);
-    if (gate_status == TSIM_E_INPUT) {
-        status = gate_status;
-        goto done;
+    int gate_status = check_gates(&x->s, x->a.gates, x->a.n_gates);
+    if (gate_status == TSIM_E_INPUT)
+        return gate_status;
+    if (x->hctx.dumping && tsim_outfile_commit(&x->hctx.dump, &x->err)) {
+        x->hctx.dumping = false;
+        return tsim_cli_fail(cmd, &x->err);
     }
-    if (hctx.dumping && tsim_outfile_commit(&hctx.dump, &err)) {
-        hctx.dumping = false;
-        status = tsim_cli_fail(cmd, &err);
-        goto done;
+    x->hctx.dumping = false;
+    if (tsim_outfile_commit(&x->out, &x->err))
+        return tsim_cli_fail(cmd, &x->err);
+    return gate_status;
+}
+
+static void replay_free(replay_run *x)
+{
+    tsim_session_jobs_free(x->jobs);
+    if (x->hctx.dumping)
+        tsim_outfile_abort(&x->hctx.dump);
+    tsim_outfile_abort(&x->out);
+    if (x->session_ready)
+        tsim_session_free(&x->s);
+    tsim_reader_close(x->reader);
+    free(x->layers.layer);
+    free(x->layers.dense);
+}
+
+/* Parse, set up, run and emit. */
+static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
+{
+    replay_run *x = calloc(1, sizeof *x);
+    if (!x) {
+        tsim_error err = {0};
+        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        return tsim_cli_fail("replay", &err);
     }
-    hctx.dumping = false;
-    if (tsim_outfile_commit(&out, &err)) {
-        status = tsim_cli_fail(cmd, &err);
-        goto done;
+    int status = replay_parse_checked(argc, argv, &x->a);
+    if (status == TSIM_CLI_HELP) {
+        replay_help();
+        status = 0;
+    } else if (status == 0) {
+        x->id_argv = id_argv;
+        x->id_argc = id_argc;
+        x->sharded = x->a.shard.count > 0;
+        status = replay_setup(x);
+        if (status == 0)
+            status = replay_records(x);
+        if (status == 0)
+            status = replay_emit(x);
     }
-    status = gate_status;
-done:
-    tsim_session_jobs_free(jobs);
-    if (hctx.dumping)
-        tsim_outfile_abort(&hctx.dump);
-    tsim_outfile_abort(&out);
-    tsim_session_free(&s);
-    tsim_reader_close(reader);
-    free(layers.layer);
-    free(layers.dense);
+    replay_free(x);
+    free(x);
     return status;
 }
 
@@ -765,15 +788,53 @@ static int run_one_vector(const char *file, const char *planner_override, FILE *
     return rc;
 }
 
+enum { VOPT_PLANNER = 1, VOPT_OUTPUT, VOPT_EXEC_WINDOW, VOPT_EXEC_TIMEOUT };
+
+static const tsim_cli_option vector_options[] = {
+    {"planner", 0, true, VOPT_PLANNER},
+    {"output", 'o', true, VOPT_OUTPUT},
+    {"exec-window", 0, true, VOPT_EXEC_WINDOW},
+    {"exec-timeout", 0, true, VOPT_EXEC_TIMEOUT},
+    {0},
+};
+
+typedef struct {
+    const char *files[1024];
+    int nfiles;
+    const char *planner, *out_path;
+} vector_args;
+
+static int vector_option(void *ctx, int id, const char *val, tsim_error *err)
+{
+    vector_args *a = ctx;
+    switch (id) {
+    case VOPT_PLANNER:
+        a->planner = val;
+        return TSIM_OK;
+    case VOPT_OUTPUT:
+        a->out_path = val;
+        return TSIM_OK;
+    case VOPT_EXEC_WINDOW:
+        return tsim_external_set_window(val, err);
+    case VOPT_EXEC_TIMEOUT:
+        return tsim_external_set_timeout(val, err);
+    default:
+        return tsim_error_set(err, TSIM_E_INTERNAL, "vector: option %d has no handler", id);
+    }
+}
+
+static int vector_positional(void *ctx, const char *arg, tsim_error *err)
+{
+    vector_args *a = ctx;
+    if (a->nfiles == 1024)
+        return tsim_error_set(err, TSIM_E_INPUT, "at most 1024 files");
+    a->files[a->nfiles++] = arg;
+    return TSIM_OK;
+}
+
 int tsim_cmd_vector(int argc, char **argv)
 {
     const char *cmd = "vector";
-    const char *files[1024];
-    int nfiles = 0;
-    const char *planner = NULL, *out_path = NULL;
-    tsim_argiter it = {argc, argv, 1};
-    const char *name, *inl;
-    int kind;
     tsim_error err = {0};
     /* an external --planner's --LABEL-KEY=VALUE options (external.h) */
     for (int i = 1; i + 1 < argc; i++)
@@ -781,37 +842,19 @@ int tsim_cmd_vector(int argc, char **argv)
             tsim_external_scan_list(argv[i + 1]);
         else if (strncmp(argv[i], "--planner=", 10) == 0)
             tsim_external_scan_list(argv[i] + 10);
-    while ((kind = tsim_arg_next(&it, &name, &inl)) != TSIM_ARG_END) {
-        if (kind == TSIM_ARG_POSITIONAL) {
-            if (nfiles == 1024)
-                return tsim_cli_usage_error(cmd, "at most 1024 files");
-            files[nfiles++] = name;
-            continue;
-        }
-        if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
-            vector_help();
-            return 0;
-        }
-        char text[512];
-        snprintf(text, sizeof text, "--%s%s%s", name, inl ? "=" : "", inl ? inl : "");
-        bool taken = false;
-        if (tsim_external_take_option(text, &taken, &err))
-            return tsim_cli_usage_error(cmd, "%s", err.msg);
-        if (taken)
-            continue;
-        const char *val = tsim_arg_value(&it, inl);
-        if (!val)
-            return tsim_cli_usage_error(cmd, "option '%s' needs a value", name);
-        if (strcmp(name, "planner") == 0)
-            planner = val;
-        else if (strcmp(name, "o") == 0 || strcmp(name, "output") == 0)
-            out_path = val;
-        else if (strcmp(name, "exec-window") == 0 || strcmp(name, "exec-timeout") == 0) {
-            if ((name[5] == 'w' ? tsim_external_set_window : tsim_external_set_timeout)(val, &err))
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-        } else
-            return tsim_cli_usage_error(cmd, "unknown option '--%s'", name);
+    vector_args a = {.nfiles = 0};
+    const tsim_cli_parser parser = {.cmd = cmd, .options = vector_options, .on_option = vector_option,
+                                    .on_positional = vector_positional, .ctx = &a};
+    int parsed = tsim_cli_parse(&parser, argc, argv);
+    if (parsed == TSIM_CLI_HELP) {
+        vector_help();
+        return 0;
     }
+    if (parsed)
+        return parsed;
+    const char *const *files = a.files;
+    const int nfiles = a.nfiles;
+    const char *planner = a.planner, *out_path = a.out_path;
     if (nfiles == 0)
         return tsim_cli_usage_error(cmd, "missing vector FILE");
     tsim_outfile out;

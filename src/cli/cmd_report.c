@@ -11,6 +11,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "options.h"
 #include "outfile.h"
 #include "plot.h"
 
@@ -310,37 +311,60 @@ static const char style[] =
     "th{background:#eee}pre{background:#f6f6f6;padding:0.5em;overflow:auto;max-height:20em}"
     "figure{margin:1em 0}figure svg{max-width:100%;height:auto}";
 
+enum { OPT_OUTPUT = 1, OPT_NO_FIGURES };
+
+static const tsim_cli_option report_options[] = {
+    {"output", 'o', true, OPT_OUTPUT},
+    {"no-figures", 0, false, OPT_NO_FIGURES},
+    {0},
+};
+
+typedef struct {
+    const char *output;
+    const char **inputs;
+    int n;
+    bool draw;
+} report_args;
+
+static int report_option(void *ctx, int id, const char *value, tsim_error *err)
+{
+    report_args *a = ctx;
+    if (id == OPT_NO_FIGURES) {
+        a->draw = false;
+        return TSIM_OK;
+    }
+    if (!value[0])
+        return tsim_error_set(err, TSIM_E_INPUT, "-o needs a file");
+    a->output = value;
+    return TSIM_OK;
+}
+
+static int report_positional(void *ctx, const char *arg, tsim_error *err)
+{
+    (void)err;
+    report_args *a = ctx;
+    a->inputs[a->n++] = arg;
+    return TSIM_OK;
+}
+
 int tsim_cmd_report(int argc, char **argv)
 {
-    const char *cmd = "report", *output = "-";
-    const char **inputs = calloc((size_t)argc, sizeof *inputs);
-    int n = 0;
-    bool draw = true;
-    if (!inputs)
+    const char *cmd = "report";
+    report_args a = {.output = "-", .inputs = calloc((size_t)argc, sizeof *a.inputs), .n = 0, .draw = true};
+    if (!a.inputs)
         return tsim_cli_usage_error(cmd, "out of memory");
-    tsim_argiter it = {argc, argv, 1};
-    const char *name, *inline_value;
-    int kind;
-    while ((kind = tsim_arg_next(&it, &name, &inline_value)) != TSIM_ARG_END) {
-        if (kind == TSIM_ARG_POSITIONAL) {
-            inputs[n++] = name;
-        } else if (strcmp(name, "h") == 0 || strcmp(name, "help") == 0) {
-            usage(stdout);
-            free(inputs);
-            return 0;
-        } else if (strcmp(name, "o") == 0 || strcmp(name, "output") == 0) {
-            output = tsim_arg_value(&it, inline_value);
-            if (!output || !output[0]) {
-                free(inputs);
-                return tsim_cli_usage_error(cmd, "-o needs a file");
-            }
-        } else if (strcmp(name, "no-figures") == 0 && !inline_value) {
-            draw = false;
-        } else {
-            free(inputs);
-            return tsim_cli_usage_error(cmd, "unknown option '%s'", argv[it.i - 1]);
-        }
+    const tsim_cli_parser parser = {.cmd = cmd, .options = report_options, .on_option = report_option,
+                                    .on_positional = report_positional, .ctx = &a};
+    int parsed = tsim_cli_parse(&parser, argc, argv);
+    if (parsed == TSIM_CLI_HELP)
+        usage(stdout);
+    if (parsed) {
+        free(a.inputs);
+        return parsed == TSIM_CLI_HELP ? 0 : parsed;
     }
+    const char **inputs = a.inputs, *output = a.output;
+    const int n = a.n;
+    const bool draw = a.draw;
     if (n == 0) {
         free(inputs);
         return tsim_cli_usage_error(cmd, "no result file given");

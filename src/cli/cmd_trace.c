@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "evaluate.h"
+#include "options.h"
 #include "outfile.h"
 #include "parse.h"
 #include "report.h"
@@ -30,78 +31,81 @@ typedef struct {
     bool help;
 } trace_args;
 
+enum { OPT_EP = 1, OPT_RPN, OPT_DATASET, OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_ARRAY, OPT_FORMAT };
+
+/* validate's options; convert's are the same without --format, the first. */
+static const tsim_cli_option trace_options[] = {
+    {"format", 0, true, OPT_FORMAT},   {"ep", 0, true, OPT_EP},           {"rpn", 0, true, OPT_RPN},
+    {"ranks-per-node", 0, true, OPT_RPN}, {"dataset", 0, true, OPT_DATASET}, {"block", 0, true, OPT_BLOCK},
+    {"experts", 0, true, OPT_EXPERTS}, {"tensor", 0, true, OPT_TENSOR},   {"array", 0, true, OPT_ARRAY},
+    {0},
+};
+
+static int trace_option(void *ctx, int id, const char *value, tsim_error *err)
+{
+    trace_args *a = ctx;
+    tsim_format f;
+    switch (id) {
+    case OPT_EP:
+        return tsim_parse_int(value, 1, TSIM_MAX_RANKS, &a->ep, "--ep", err);
+    case OPT_RPN:
+        return tsim_parse_int(value, 1, TSIM_MAX_RANKS, &a->rpn, "--rpn", err);
+    case OPT_DATASET:
+        a->dataset = value;
+        return TSIM_OK;
+    case OPT_BLOCK:
+        if (strcmp(value, "decoder") != 0 && strcmp(value, "mtp") != 0)
+            return tsim_error_set(err, TSIM_E_INPUT, "--block: expected decoder or mtp, got '%s'", value);
+        a->block = value;
+        return TSIM_OK;
+    case OPT_EXPERTS:
+        return tsim_parse_int(value, 1, TSIM_MAX_EXPERTS, &a->experts, "--experts", err);
+    case OPT_TENSOR:
+        if (!value[0])
+            return tsim_error_set(err, TSIM_E_INPUT, "--tensor: the name is empty");
+        a->tensor = value;
+        return TSIM_OK;
+    case OPT_ARRAY:
+        if (!value[0])
+            return tsim_error_set(err, TSIM_E_INPUT, "--array: the name is empty");
+        a->array = value;
+        return TSIM_OK;
+    case OPT_FORMAT:
+        if (tsim_format_parse(value, &f, err))
+            return TSIM_E_INPUT;
+        a->format = value;
+        return TSIM_OK;
+    default:
+        return tsim_error_set(err, TSIM_E_INTERNAL, "option %d has no handler", id);
+    }
+}
+
+static int trace_positional(void *ctx, const char *arg, tsim_error *err)
+{
+    trace_args *a = ctx;
+    if (a->npositional == (int)(sizeof a->positional / sizeof a->positional[0]))
+        return tsim_error_set(err, TSIM_E_INPUT, "too many files (at most %d)", a->npositional);
+    a->positional[a->npositional++] = arg;
+    return TSIM_OK;
+}
+
 /* Options may come before or after the files; "--name value" and
  * "--name=value" both work; "--" ends the options. */
 static int parse_args(const char *cmd, int argc, char **argv, bool allow_format, trace_args *a)
 {
     memset(a, 0, sizeof *a);
     a->format = "md";
-    bool only_positional = false;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (only_positional || arg[0] != '-' || strcmp(arg, "-") == 0) {
-            if (a->npositional == (int)(sizeof a->positional / sizeof a->positional[0]))
-                return tsim_cli_usage_error(cmd, "too many files (at most %d)", a->npositional);
-            a->positional[a->npositional++] = arg;
-            continue;
-        }
-        if (strcmp(arg, "--") == 0) {
-            only_positional = true;
-            continue;
-        }
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            a->help = true;
-            return 0;
-        }
-        if (arg[1] != '-')
-            return tsim_cli_usage_error(cmd, "unknown option '%s'", arg);
-        char name[64];
-        const char *eq = strchr(arg, '=');
-        size_t n = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
-        if (n >= sizeof name)
-            return tsim_cli_usage_error(cmd, "unknown option '%s'", arg);
-        memcpy(name, arg + 2, n);
-        name[n] = '\0';
-        bool known = strcmp(name, "ep") == 0 || strcmp(name, "rpn") == 0 || strcmp(name, "ranks-per-node") == 0 ||
-                     strcmp(name, "dataset") == 0 || strcmp(name, "block") == 0 || strcmp(name, "experts") == 0 ||
-                     strcmp(name, "tensor") == 0 || strcmp(name, "array") == 0 || (allow_format && strcmp(name, "format") == 0);
-        if (!known)
-            return tsim_cli_usage_error(cmd, "unknown option '--%s'", name);
-        const char *value = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-        if (!value)
-            return tsim_cli_usage_error(cmd, "option --%s needs a value", name);
-        tsim_error err = {0};
-        if (strcmp(name, "ep") == 0) {
-            if (tsim_parse_int(value, 1, TSIM_MAX_RANKS, &a->ep, "--ep", &err))
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-        } else if (strcmp(name, "rpn") == 0 || strcmp(name, "ranks-per-node") == 0) {
-            if (tsim_parse_int(value, 1, TSIM_MAX_RANKS, &a->rpn, "--rpn", &err))
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-        } else if (strcmp(name, "dataset") == 0) {
-            a->dataset = value;
-        } else if (strcmp(name, "block") == 0) {
-            if (strcmp(value, "decoder") != 0 && strcmp(value, "mtp") != 0)
-                return tsim_cli_usage_error(cmd, "--block: expected decoder or mtp, got '%s'", value);
-            a->block = value;
-        } else if (strcmp(name, "experts") == 0) {
-            if (tsim_parse_int(value, 1, TSIM_MAX_EXPERTS, &a->experts, "--experts", &err))
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-        } else if (strcmp(name, "tensor") == 0) {
-            if (!value[0])
-                return tsim_cli_usage_error(cmd, "--tensor: the name is empty");
-            a->tensor = value;
-        } else if (strcmp(name, "array") == 0) {
-            if (!value[0])
-                return tsim_cli_usage_error(cmd, "--array: the name is empty");
-            a->array = value;
-        } else {
-            tsim_format f;
-            if (tsim_format_parse(value, &f, &err))
-                return tsim_cli_usage_error(cmd, "%s", err.msg);
-            a->format = value;
-        }
+    const tsim_cli_parser p = {.cmd = cmd,
+                               .options = allow_format ? trace_options : trace_options + 1,
+                               .on_option = trace_option,
+                               .on_positional = trace_positional,
+                               .ctx = a};
+    int rc = tsim_cli_parse(&p, argc, argv);
+    if (rc == TSIM_CLI_HELP) {
+        a->help = true;
+        return 0;
     }
-    return 0;
+    return rc;
 }
 
 static tsim_read_options read_options(const trace_args *a)

@@ -533,7 +533,10 @@ static void excerpt(const char *line, size_t len, char *out, size_t n)
 /* ---- reading answers ---------------------------------------------------------
  * Answers are read in place, without allocating (one per record): the line
  * has passed the strict JSON check first, so the reader below only needs to
- * know the shapes the protocol expects. */
+ * know the shapes the protocol expects. Not cJSON (issue 21): an answer at
+ * R = 32, E = 128, K = 2 (32 KB) took 4.0 ms to parse and walk with cJSON
+ * against 0.4-0.5 ms for this scan, about 8x (5x counting the strict check
+ * both need). */
 
 typedef struct {
     const char *p, *end;

@@ -93,6 +93,17 @@ static void taot_free(void *state)
     free(s);
 }
 
+bool tsim_taot_planner_gpu_available(char *why, size_t n)
+{
+    return tsim_taot_gpu_available(why, n) != 0;
+}
+
+int tsim_taot_planner_gpu_bench(tsim_taot_gpu_bench_result *out, const tsim_planner_common *common,
+                                const tsim_taot_options *base, int records, uint64_t seed, tsim_error *err)
+{
+    return tsim_taot_gpu_bench(out, common, base, records, seed, err);
+}
+
 bool tsim_taot_gpu_fell_back(const void *state, char *why, size_t n)
 {
     const taot_state *s = state;

@@ -5,6 +5,7 @@
  * large the file; every element is checked (non-negative, whole, <= 2^40)
  * and the first bad one is named by its index and byte offset. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,79 @@ typedef struct {
 int tsim_dtype_size(tsim_dtype t)
 {
     return t == TSIM_DT_I4 || t == TSIM_DT_U4 || t == TSIM_DT_F4 ? 4 : 8;
+}
+
+bool tsim_dtype_from_name(const char *name, bool npy, tsim_dtype *out)
+{
+    static const struct {
+        const char *npy, *safetensors;
+        tsim_dtype t;
+    } known[] = {{"<i4", "I32", TSIM_DT_I4}, {"<i8", "I64", TSIM_DT_I8}, {"<u4", "U32", TSIM_DT_U4},
+                 {"<u8", "U64", TSIM_DT_U8}, {"<f4", "F32", TSIM_DT_F4}, {"<f8", "F64", TSIM_DT_F8}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(name, npy ? known[i].npy : known[i].safetensors) == 0) {
+            *out = known[i].t;
+            return true;
+        }
+    return false;
+}
+
+int tsim_dense_too_many_dims(const tsim_reader *r, const char *what, int ndim, tsim_error *err)
+{
+    return tsim_error_set(err, TSIM_E_INPUT, "%s: %s has %d dimensions: " TSIM_DENSE_SHAPES, r->path, what, ndim);
+}
+
+int tsim_dense_open_file(const tsim_reader *r, int *fd, int64_t *size, tsim_error *err)
+{
+    *fd = open(r->path, O_RDONLY);
+    if (*fd < 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open: %s", r->path, strerror(errno));
+    struct stat st;
+    if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(*fd);
+        *fd = -1;
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: not a regular file", r->path);
+    }
+    *size = (int64_t)st.st_size;
+    return TSIM_OK;
+}
+
+int tsim_read_at(int fd, void *buf, size_t n, int64_t at)
+{
+    size_t have = 0;
+    while (have < n) {
+        ssize_t got = pread(fd, (char *)buf + have, n - have, (off_t)at + (off_t)have);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        have += (size_t)got;
+    }
+    return 0;
+}
+
+cJSON *tsim_dense_meta(const tsim_reader *r, const char *source)
+{
+    char base[256];
+    tsim_path_base(r->path, base, sizeof base);
+    cJSON *meta = cJSON_CreateObject();
+    if (!meta || !cJSON_AddStringToObject(meta, "source", source) || !cJSON_AddStringToObject(meta, "file", base)) {
+        cJSON_Delete(meta);
+        return NULL;
+    }
+    return meta;
+}
+
+int tsim_dense_finish(tsim_reader *r, int fd, const tsim_dense_spec *spec, int64_t data_bytes,
+                      const tsim_read_options *opts, cJSON *meta, tsim_error *err)
+{
+    int rc = tsim_dense_open(r, fd, spec, data_bytes, opts, err);
+    if (rc) {
+        cJSON_Delete(meta);
+        return rc;
+    }
+    r->hdr.meta = meta;
+    return TSIM_OK;
 }
 
 void tsim_shape_text(char *buf, size_t cap, const int64_t *shape, int ndim)
@@ -296,8 +370,7 @@ int tsim_dense_open(tsim_reader *r, int fd, const tsim_dense_spec *spec, int64_t
     tsim_shape_text(shape, sizeof shape, spec->shape, nd);
     if (nd < 2 || nd > 4)
         return tsim_error_set(err, TSIM_E_INPUT,
-                              "%s: %sshape %s has %d dimension%s: expected [L, E] (one record per layer), [T, L, E] "
-                              "(totals per microbatch and layer) or [T, L, R, E] (per source rank)",
+                              "%s: %sshape %s has %d dimension%s: " TSIM_DENSE_SHAPES,
                               r->path, spec->what, shape, nd, nd == 1 ? "" : "s");
     const int64_t E = spec->shape[nd - 1];
     const int64_t L = spec->shape[nd == 2 ? 0 : 1];

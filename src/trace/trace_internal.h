@@ -166,6 +166,26 @@ int tsim_dense_open(tsim_reader *r, int fd, const tsim_dense_spec *spec, int64_t
                     const tsim_read_options *opts, tsim_error *err);
 /* Bytes per element of a dtype. */
 int tsim_dtype_size(tsim_dtype t);
+/* The dtype a file names: .npy's "<i8" (npy true) or safetensors' "I64".
+ * False for every other name. */
+bool tsim_dtype_from_name(const char *name, bool npy, tsim_dtype *out);
+/* The shapes the reader takes, as messages list them. */
+#define TSIM_DENSE_SHAPES                                                                                              \
+    "expected [L, E] (one record per layer), [T, L, E] (totals per microbatch and layer) or [T, L, R, E] (per "       \
+    "source rank)"
+/* The error for an array of more than 4 dimensions ("PATH: WHAT has N
+ * dimensions: expected ..."); what is "shape" or "tensor \"NAME\"". */
+int tsim_dense_too_many_dims(const tsim_reader *r, const char *what, int ndim, tsim_error *err);
+/* Opens r->path for reading: a regular file, its descriptor and size. */
+int tsim_dense_open_file(const tsim_reader *r, int *fd, int64_t *size, tsim_error *err);
+/* Reads exactly n bytes at offset at: 0, or -1 on an error or the end of the file. */
+int tsim_read_at(int fd, void *buf, size_t n, int64_t at);
+/* A trace meta object {"source": source, "file": the path's base name}, or NULL. */
+cJSON *tsim_dense_meta(const tsim_reader *r, const char *source);
+/* tsim_dense_open, then meta becomes the trace's meta. fd and meta belong to
+ * the reader from now on, whatever the result. */
+int tsim_dense_finish(tsim_reader *r, int fd, const tsim_dense_spec *spec, int64_t data_bytes,
+                      const tsim_read_options *opts, cJSON *meta, tsim_error *err);
 /* "[2, 3, 4]" */
 void tsim_shape_text(char *buf, size_t cap, const int64_t *shape, int ndim);
 

@@ -205,6 +205,14 @@ int tsim_record_from_cjson(tsim_reader *r, const cJSON *obj, const char *where, 
 
 /* ---- the fast path -------------------------------------------------------- */
 
+/* Why a scanner of its own rather than cJSON (issue 21): it reads a record in
+ * one pass straight into the buffers, without a tree. On a JSON Lines trace of
+ * 32 records of 32 x 128 (0.5 MB) it read everything in 0.5 ms; the cJSON
+ * path (strict check, parse, walk) took 70-90 ms, about 150x as long. It
+ * takes only the plainest form (known keys, ASCII tags, plain integers) and
+ * hands anything else to the strict checker and cJSON, which word the
+ * messages, so it never accepts what they refuse. */
+
 /* Only what JSON itself calls whitespace; anything else falls back to cJSON. */
 static inline const char *ws(const char *p)
 {
@@ -517,7 +525,10 @@ static int text_expected(tsim_reader *r, const char *at, const char *what, tsim_
 }
 
 /* Skips the "records" array without building it: brackets and strings only;
- * cJSON checks each element properly when it is read. NULL if never closed. */
+ * cJSON checks each element properly when it is read. NULL if never closed.
+ * Not tsim_json_check: it took 3x as long (0.9 ms against 0.3 ms over a
+ * 0.5 MB array), and it would report a bad record here, at open, without the
+ * record number that reading it gives. */
 static const char *skip_array(const char *p, const char *end)
 {
     long depth = 0;

@@ -2,13 +2,10 @@
  * header length, and the header itself, a Python dict literal with exactly
  * 'descr', 'fortran_order' and 'shape', padded with spaces and ended by a
  * newline. Parsed strictly; the data behind it is read by trace_dense.c. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "topology.h"
@@ -163,16 +160,8 @@ static int parse_shape(hdr_parser *h, int64_t *shape, int *ndim)
 
 static int parse_dtype(const hdr_parser *h, const char *descr, tsim_dtype *dt)
 {
-    static const struct {
-        const char *name;
-        tsim_dtype t;
-    } known[] = {{"<i4", TSIM_DT_I4}, {"<i8", TSIM_DT_I8}, {"<u4", TSIM_DT_U4},
-                 {"<u8", TSIM_DT_U8}, {"<f4", TSIM_DT_F4}, {"<f8", TSIM_DT_F8}};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (strcmp(descr, known[i].name) == 0) {
-            *dt = known[i].t;
-            return 0;
-        }
+    if (tsim_dtype_from_name(descr, true, dt))
+        return 0;
     if (descr[0] == '>' && descr[1] && strchr("iuf", descr[1]))
         return tsim_error_set(h->err, TSIM_E_INPUT,
                               "%s: dtype '%s' is big-endian: save it little-endian (a.astype('<%s'))", h->r->path,
@@ -182,181 +171,178 @@ static int parse_dtype(const hdr_parser *h, const char *descr, tsim_dtype *dt)
                           h->r->path, descr);
 }
 
-int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err)
+/* What the header dict says. */
+typedef struct {
+    char descr[32];
+    bool fortran;
+    int64_t shape[4];
+    int ndim;
+} npy_header;
+
+/* The magic, the version and the header length: *pre_len bytes of preamble
+ * are followed by *hlen bytes of header. */
+static int read_preamble(const tsim_reader *r, int fd, int64_t size, size_t *pre_len, uint64_t *hlen, int *major,
+                         tsim_error *err)
 {
-    int fd = open(r->path, O_RDONLY);
-    if (fd < 0)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open: %s", r->path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: not a regular file", r->path);
-    }
-    const int64_t size = (int64_t)st.st_size;
     unsigned char pre[12];
     ssize_t got = pread(fd, pre, sizeof pre, 0);
     if (got < 0)
         got = 0;
     if (got < 8 || memcmp(pre, npy_magic, sizeof npy_magic) != 0) {
-        close(fd);
         if (got >= 6 && memcmp(pre, npy_magic, sizeof npy_magic) != 0)
             return tsim_error_set(err, TSIM_E_INPUT, "%s: not a NumPy .npy file (it does not start with \\x93NUMPY)",
                                   r->path);
         return tsim_error_set(err, TSIM_E_INPUT, "%s: truncated .npy file: %lld bytes, too short for the preamble",
                               r->path, (long long)size);
     }
-    const int major = pre[6], minor = pre[7];
-    if (major < 1 || major > 3 || minor != 0) {
-        close(fd);
+    *major = pre[6];
+    const int minor = pre[7];
+    if (*major < 1 || *major > 3 || minor != 0)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: .npy format version %d.%d is not supported (1.0, 2.0 and 3.0 are)",
-                              r->path, major, minor);
-    }
-    const size_t pre_len = major == 1 ? 10 : 12;
-    if (got < (ssize_t)pre_len) {
-        close(fd);
+                              r->path, *major, minor);
+    *pre_len = *major == 1 ? 10 : 12;
+    if (got < (ssize_t)*pre_len)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: truncated .npy file: %lld bytes, too short for the preamble",
                               r->path, (long long)size);
-    }
-    const uint64_t hlen = major == 1 ? (uint64_t)pre[8] | (uint64_t)pre[9] << 8
-                                     : (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 |
-                                           (uint64_t)pre[11] << 24;
-    if (hlen > NPY_HEADER_MAX) {
-        close(fd);
+    *hlen = *major == 1 ? (uint64_t)pre[8] | (uint64_t)pre[9] << 8
+                        : (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 | (uint64_t)pre[11] << 24;
+    if (*hlen > NPY_HEADER_MAX)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: .npy header of %llu bytes is above the limit of %d", r->path,
-                              (unsigned long long)hlen, NPY_HEADER_MAX);
-    }
-    if ((int64_t)(pre_len + hlen) > size) {
-        close(fd);
+                              (unsigned long long)*hlen, NPY_HEADER_MAX);
+    if ((int64_t)(*pre_len + *hlen) > size)
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s: truncated .npy file: the header needs %llu bytes, the file has %lld", r->path,
-                              (unsigned long long)(pre_len + hlen), (long long)size);
-    }
-    char *text = malloc(hlen + 1);
-    if (!text) {
-        close(fd);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    }
-    size_t have = 0;
-    while (have < hlen) {
-        ssize_t n = pread(fd, text + have, hlen - have, (off_t)(pre_len + have));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        have += (size_t)n;
-    }
-    text[have] = '\0';
-    hdr_parser h = {r, text, hlen, 0, pre_len, err};
-    int rc = have == hlen ? 0 : tsim_error_set(err, TSIM_E_INPUT, "%s: read error in the .npy header", r->path);
+                              (unsigned long long)(*pre_len + *hlen), (long long)size);
+    return TSIM_OK;
+}
 
-    char descr[32] = "";
-    bool fortran = false, have_descr = false, have_fortran = false, have_shape = false;
-    int64_t shape[4] = {0};
-    int ndim = 0;
-    char b[24];
-    if (!rc && major < 3) {
-        for (size_t i = 0; i < hlen; i++)
-            if ((unsigned char)text[i] >= 0x80) {
-                h.p = i;
-                rc = hdr_fail(&h, "a non-ASCII byte in a version %d.0 header (only 3.0 allows UTF-8)", major);
-                break;
-            }
+/* One "key: value" of the dict; *seen marks the keys read so far. */
+static int parse_entry(hdr_parser *h, npy_header *out, bool seen[3])
+{
+    size_t key_at = h->p;
+    char key[32], b[24];
+    if (parse_str(h, key, sizeof key) || expect_char(h, ':', "':' after a key"))
+        return TSIM_E_INPUT;
+    const int which = strcmp(key, "descr") == 0 ? 0 : strcmp(key, "fortran_order") == 0 ? 1 : strcmp(key, "shape") == 0 ? 2 : -1;
+    if (which < 0 || seen[which]) {
+        h->p = key_at;
+        return hdr_fail(h, which >= 0 ? "key '%s' appears twice"
+                                      : "unknown key '%s' (expected 'descr', 'fortran_order' and 'shape')",
+                        key);
     }
-    if (!rc)
-        rc = expect_char(&h, '{', "'{' to open the header dict");
-    while (!rc) {
-        skip_spaces(&h);
-        if (h.p < h.len && h.text[h.p] == '}') {
-            h.p++;
-            break;
-        }
-        size_t key_at = h.p;
-        char key[32];
-        if ((rc = parse_str(&h, key, sizeof key)) || (rc = expect_char(&h, ':', "':' after a key")))
-            break;
-        bool *seen = strcmp(key, "descr") == 0           ? &have_descr
-                     : strcmp(key, "fortran_order") == 0 ? &have_fortran
-                     : strcmp(key, "shape") == 0         ? &have_shape
-                                                         : NULL;
-        if (!seen || *seen) {
-            h.p = key_at;
-            rc = hdr_fail(&h, seen ? "key '%s' appears twice" : "unknown key '%s' (expected 'descr', 'fortran_order' and 'shape')", key);
-            break;
-        }
-        *seen = true;
-        if (seen == &have_descr) {
-            skip_spaces(&h);
-            if (h.p < h.len && h.text[h.p] == '[') {
-                rc = hdr_fail(&h, "a structured dtype (a list of fields): save a plain integer or float array");
-                break;
+    seen[which] = true;
+    skip_spaces(h);
+    if (which == 2)
+        return parse_shape(h, out->shape, &out->ndim);
+    if (which == 0) {
+        if (h->p < h->len && h->text[h->p] == '[')
+            return hdr_fail(h, "a structured dtype (a list of fields): save a plain integer or float array");
+        return parse_str(h, out->descr, sizeof out->descr);
+    }
+    if (h->len - h->p >= 4 && memcmp(h->text + h->p, "True", 4) == 0) {
+        out->fortran = true;
+        h->p += 4;
+    } else if (h->len - h->p >= 5 && memcmp(h->text + h->p, "False", 5) == 0) {
+        h->p += 5;
+    } else {
+        return hdr_fail(h, "'fortran_order' must be True or False, found %s", here(h, b, sizeof b));
+    }
+    return 0;
+}
+
+/* The header dict, its padding and final newline; every key present. */
+static int parse_dict(hdr_parser *h, int major, npy_header *out)
+{
+    char b[24];
+    if (major < 3)
+        for (size_t i = 0; i < h->len; i++)
+            if ((unsigned char)h->text[i] >= 0x80) {
+                h->p = i;
+                return hdr_fail(h, "a non-ASCII byte in a version %d.0 header (only 3.0 allows UTF-8)", major);
             }
-            rc = parse_str(&h, descr, sizeof descr);
-        } else if (seen == &have_fortran) {
-            skip_spaces(&h);
-            if (h.len - h.p >= 4 && memcmp(h.text + h.p, "True", 4) == 0) {
-                fortran = true;
-                h.p += 4;
-            } else if (h.len - h.p >= 5 && memcmp(h.text + h.p, "False", 5) == 0) {
-                h.p += 5;
-            } else {
-                rc = hdr_fail(&h, "'fortran_order' must be True or False, found %s", here(&h, b, sizeof b));
-            }
-        } else {
-            rc = parse_shape(&h, shape, &ndim);
-        }
-        if (rc)
+    if (expect_char(h, '{', "'{' to open the header dict"))
+        return TSIM_E_INPUT;
+    bool seen[3] = {false, false, false};
+    for (;;) {
+        skip_spaces(h);
+        if (h->p < h->len && h->text[h->p] == '}') {
+            h->p++;
             break;
-        skip_spaces(&h);
-        if (h.p < h.len && h.text[h.p] == ',') {
-            h.p++;
+        }
+        if (parse_entry(h, out, seen))
+            return TSIM_E_INPUT;
+        skip_spaces(h);
+        if (h->p < h->len && h->text[h->p] == ',') {
+            h->p++;
             continue;
         }
-        rc = expect_char(&h, '}', "',' or '}' after a value");
+        if (expect_char(h, '}', "',' or '}' after a value"))
+            return TSIM_E_INPUT;
         break;
     }
-    if (!rc) {
-        /* padding: spaces, then the newline that ends the header */
-        skip_spaces(&h);
-        if (h.p + 1 != h.len || h.text[h.p] != '\n')
-            rc = hdr_fail(&h, "expected space padding and a final newline after the dict, found %s",
-                          here(&h, b, sizeof b));
-    }
+    /* padding: spaces, then the newline that ends the header */
+    skip_spaces(h);
+    if (h->p + 1 != h->len || h->text[h->p] != '\n')
+        return hdr_fail(h, "expected space padding and a final newline after the dict, found %s", here(h, b, sizeof b));
+    if (!seen[0] || !seen[1] || !seen[2])
+        return tsim_error_set(h->err, TSIM_E_INPUT, "%s: .npy header: missing key '%s'", h->r->path,
+                              !seen[0] ? "descr" : !seen[1] ? "fortran_order" : "shape");
+    return 0;
+}
+
+/* Reads and parses the header; on success *dt is the dtype of the data. */
+static int read_header(tsim_reader *r, int fd, int64_t size, npy_header *nh, tsim_dtype *dt, int64_t *data_offset,
+                       tsim_error *err)
+{
+    size_t pre_len = 0;
+    uint64_t hlen = 0;
+    int major = 0;
+    int rc = read_preamble(r, fd, size, &pre_len, &hlen, &major, err);
+    if (rc)
+        return rc;
+    char *text = malloc(hlen + 1);
+    if (!text)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    hdr_parser h = {r, text, hlen, 0, pre_len, err};
+    if (tsim_read_at(fd, text, hlen, (int64_t)pre_len))
+        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: read error in the .npy header", r->path);
+    else
+        rc = parse_dict(&h, major, nh);
     free(text);
-    if (!rc && (!have_descr || !have_fortran || !have_shape))
-        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: .npy header: missing key '%s'", r->path,
-                            !have_descr ? "descr" : !have_fortran ? "fortran_order" : "shape");
-    tsim_dtype dt = TSIM_DT_I8;
     if (!rc)
-        rc = parse_dtype(&h, descr, &dt);
-    if (!rc && fortran)
+        rc = parse_dtype(&h, nh->descr, dt);
+    if (!rc && nh->fortran)
         rc = tsim_error_set(err, TSIM_E_INPUT,
                             "%s: the array is in Fortran order (fortran_order: True); the reader takes C order: save "
                             "np.ascontiguousarray(a) instead",
                             r->path);
-    if (!rc && ndim > 4) {
-        rc = tsim_error_set(err, TSIM_E_INPUT,
-                            "%s: shape has %d dimensions: expected [L, E] (one record per layer), [T, L, E] (totals "
-                            "per microbatch and layer) or [T, L, R, E] (per source rank)",
-                            r->path, ndim);
-    }
-    if (rc) {
+    if (!rc && nh->ndim > 4)
+        rc = tsim_dense_too_many_dims(r, "shape", nh->ndim, err);
+    *data_offset = (int64_t)(pre_len + hlen);
+    return rc;
+}
+
+int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err)
+{
+    int fd;
+    int64_t size;
+    int rc = tsim_dense_open_file(r, &fd, &size, err);
+    if (rc)
+        return rc;
+    npy_header nh = {.ndim = 0};
+    tsim_dense_spec spec = {.what = ""};
+    if ((rc = read_header(r, fd, size, &nh, &spec.dtype, &spec.data_offset, err))) {
         close(fd);
         return rc;
     }
-    tsim_dense_spec spec = {"", dt, ndim, {shape[0], shape[1], shape[2], shape[3]}, (int64_t)(pre_len + hlen)};
-    rc = tsim_dense_open(r, fd, &spec, size - spec.data_offset, opts, err);
-    if (rc)
-        return rc;
+    spec.ndim = nh.ndim;
+    memcpy(spec.shape, nh.shape, sizeof spec.shape);
 
-    char base[256];
-    tsim_path_base(r->path, base, sizeof base);
-    cJSON *meta = cJSON_CreateObject();
+    cJSON *meta = tsim_dense_meta(r, "npy");
     cJSON *dims = cJSON_CreateArray();
-    bool ok = meta && dims && cJSON_AddStringToObject(meta, "source", "npy") &&
-              cJSON_AddStringToObject(meta, "file", base) &&
-              cJSON_AddStringToObject(meta, "dtype", descr);
-    for (int k = 0; ok && k < ndim; k++) {
-        cJSON *v = cJSON_CreateNumber((double)shape[k]);
+    bool ok = meta && dims && cJSON_AddStringToObject(meta, "dtype", nh.descr);
+    for (int k = 0; ok && k < nh.ndim; k++) {
+        cJSON *v = cJSON_CreateNumber((double)nh.shape[k]);
         ok = v && cJSON_AddItemToArray(dims, v);
     }
     if (ok)
@@ -365,8 +351,8 @@ int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err
         cJSON_Delete(dims);
     if (!ok) {
         cJSON_Delete(meta);
+        close(fd);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }
-    r->hdr.meta = meta;
-    return TSIM_OK;
+    return tsim_dense_finish(r, fd, &spec, size - spec.data_offset, opts, meta, err);
 }

@@ -5,13 +5,10 @@
  * against dtypes and shapes, offsets against the file, no overlaps and no
  * gaps. One tensor ("counts" or --tensor) is read as records by
  * trace_dense.c; __metadata__ goes into the trace's meta. */
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "json_strict.h"
@@ -48,21 +45,6 @@ static int st_dtype_size(const char *t)
         if (strcmp(t, sizes[i].name) == 0)
             return sizes[i].size;
     return 0;
-}
-
-static bool st_dtype(const char *t, tsim_dtype *out)
-{
-    static const struct {
-        const char *name;
-        tsim_dtype t;
-    } known[] = {{"I32", TSIM_DT_I4}, {"I64", TSIM_DT_I8}, {"U32", TSIM_DT_U4},
-                 {"U64", TSIM_DT_U8}, {"F32", TSIM_DT_F4}, {"F64", TSIM_DT_F8}};
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (strcmp(t, known[i].name) == 0) {
-            *out = known[i].t;
-            return true;
-        }
-    return false;
 }
 
 /* Tensor names come from the file: one printable line for messages. */
@@ -219,27 +201,12 @@ static int check_unique_names(const tsim_reader *r, const cJSON *root, tsim_erro
     return rc;
 }
 
-static int read_exact(int fd, void *buf, size_t n, off_t at)
-{
-    size_t have = 0;
-    while (have < n) {
-        ssize_t got = pread(fd, (char *)buf + have, n - have, at + (off_t)have);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return -1;
-        have += (size_t)got;
-    }
-    return 0;
-}
-
-/* Everything up to the data: the header parsed and checked. On success the
- * tensor's spec is filled and *meta holds the trace's meta. */
-static int parse_header(tsim_reader *r, int fd, int64_t size, const tsim_read_options *opts, tsim_dense_spec *spec,
-                        int64_t *tensor_bytes, cJSON **meta, tsim_error *err)
+/* The header's length and text, checked by the strict JSON checker and
+ * parsed: *root is a cJSON tree, *hlen the length in bytes. */
+static int read_header(const tsim_reader *r, int fd, int64_t size, cJSON **root, uint64_t *hlen, tsim_error *err)
 {
     unsigned char lenbuf[8];
-    if (size < 8 || read_exact(fd, lenbuf, 8, 0))
+    if (size < 8 || tsim_read_at(fd, lenbuf, 8, 0))
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s: truncated safetensors file: %lld bytes, too short for the 8-byte header length",
                               r->path, (long long)size);
@@ -258,7 +225,7 @@ static int parse_header(tsim_reader *r, int fd, int64_t size, const tsim_read_op
     char *text = malloc(n + 1);
     if (!text)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for a %llu-byte header", (unsigned long long)n);
-    if (read_exact(fd, text, n, 8)) {
+    if (tsim_read_at(fd, text, n, 8)) {
         free(text);
         return tsim_error_set(err, TSIM_E_INPUT, "%s: read error in the safetensors header", r->path);
     }
@@ -280,58 +247,35 @@ static int parse_header(tsim_reader *r, int fd, int64_t size, const tsim_read_op
         return tsim_error_set(err, TSIM_E_INPUT, "%s: header byte %zu: malformed JSON near \"%s\"", r->path, f.at + 8,
                               near);
     }
-    cJSON *root = cJSON_ParseWithLength(text, n);
+    *root = cJSON_ParseWithLength(text, n);
     free(text);
-    if (!root)
+    if (!*root)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory parsing the safetensors header");
-    int rc = TSIM_OK;
-    span *spans = NULL;
-    const uint64_t data_size = (uint64_t)(size - 8 - (int64_t)n);
-    const char *want = opts && opts->tensor ? opts->tensor : "counts";
-    const cJSON *metadata = NULL, *chosen = NULL;
-    st_shape chosen_shape = {0};
-    size_t count = 0;
-    if (!cJSON_IsObject(root)) {
-        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: header: expected a JSON object, got %s", r->path,
-                            tsim_json_type_name(root));
-        goto done;
-    }
-    spans = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *spans);
-    if (!spans) {
-        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-        goto done;
-    }
-    if ((rc = check_unique_names(r, root, err)))
-        goto done;
-    for (const cJSON *t = root->child; t; t = t->next) {
-        if (strcmp(t->string, "__metadata__") == 0) {
-            if (!cJSON_IsObject(t)) {
-                rc = tsim_error_set(err, TSIM_E_INPUT, "%s: header: \"__metadata__\" must be an object, got %s",
-                                    r->path, tsim_json_type_name(t));
-                goto done;
-            }
-            for (const cJSON *m = t->child; m; m = m->next)
-                if (!cJSON_IsString(m)) {
-                    char key[80];
-                    shown(key, sizeof key, m->string);
-                    rc = tsim_error_set(err, TSIM_E_INPUT,
-                                        "%s: header: \"__metadata__\" values must be strings; \"%s\" is %s", r->path,
-                                        key, tsim_json_type_name(m));
-                    goto done;
-                }
-            metadata = t;
-            continue;
+    *hlen = n;
+    if (!cJSON_IsObject(*root))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: header: expected a JSON object, got %s", r->path,
+                              tsim_json_type_name(*root));
+    return TSIM_OK;
+}
+
+static int check_metadata(const tsim_reader *r, const cJSON *t, tsim_error *err)
+{
+    if (!cJSON_IsObject(t))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: header: \"__metadata__\" must be an object, got %s", r->path,
+                              tsim_json_type_name(t));
+    for (const cJSON *m = t->child; m; m = m->next)
+        if (!cJSON_IsString(m)) {
+            char key[80];
+            shown(key, sizeof key, m->string);
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: header: \"__metadata__\" values must be strings; \"%s\" is %s",
+                                  r->path, key, tsim_json_type_name(m));
         }
-        st_shape shape;
-        if ((rc = check_entry(r, t, data_size, &spans[count], &shape, err)))
-            goto done;
-        count++;
-        if (strcmp(t->string, want) == 0) {
-            chosen = t;
-            chosen_shape = shape;
-        }
-    }
-    /* The tensors tile the data exactly: sorted, each starts where the last ended. */
+    return TSIM_OK;
+}
+
+/* The tensors tile the data exactly: sorted, each starts where the last ended. */
+static int check_tiling(const tsim_reader *r, span *spans, size_t count, uint64_t data_size, tsim_error *err)
+{
     qsort(spans, count, sizeof *spans, span_cmp);
     uint64_t at = 0;
     for (size_t i = 0; i < count; i++) {
@@ -339,115 +283,151 @@ static int parse_header(tsim_reader *r, int fd, int64_t size, const tsim_read_op
         shown(name, sizeof name, spans[i].name);
         if (spans[i].begin < at) {
             shown(prev, sizeof prev, spans[i - 1].name);
-            rc = tsim_error_set(err, TSIM_E_INPUT,
-                                "%s: header: tensor \"%s\" [%llu, %llu] overlaps tensor \"%s\" [%llu, %llu]", r->path,
-                                name, (unsigned long long)spans[i].begin, (unsigned long long)spans[i].end, prev,
-                                (unsigned long long)spans[i - 1].begin, (unsigned long long)spans[i - 1].end);
-            goto done;
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s: header: tensor \"%s\" [%llu, %llu] overlaps tensor \"%s\" [%llu, %llu]",
+                                  r->path, name, (unsigned long long)spans[i].begin, (unsigned long long)spans[i].end,
+                                  prev, (unsigned long long)spans[i - 1].begin, (unsigned long long)spans[i - 1].end);
         }
-        if (spans[i].begin > at) {
-            rc = tsim_error_set(err, TSIM_E_INPUT,
-                                "%s: header: %llu bytes of data before tensor \"%s\" (at %llu) belong to no tensor",
-                                r->path, (unsigned long long)(spans[i].begin - at), name,
-                                (unsigned long long)spans[i].begin);
-            goto done;
-        }
+        if (spans[i].begin > at)
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s: header: %llu bytes of data before tensor \"%s\" (at %llu) belong to no tensor",
+                                  r->path, (unsigned long long)(spans[i].begin - at), name,
+                                  (unsigned long long)spans[i].begin);
         at = spans[i].end;
     }
-    if (at != data_size) {
-        rc = tsim_error_set(err, TSIM_E_INPUT,
-                            "%s: the tensors end at data byte %llu, but the file holds %llu bytes of data after the "
-                            "header",
-                            r->path, (unsigned long long)at, (unsigned long long)data_size);
-        goto done;
-    }
-    if (!chosen) {
-        char list[400] = "";
-        size_t len = 0, listed = 0;
-        for (const cJSON *t = root->child; t && len + 90 < sizeof list; t = t->next) {
-            if (strcmp(t->string, "__metadata__") == 0)
-                continue;
-            char name[80];
-            shown(name, sizeof name, t->string);
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s\"%s\"", listed++ ? ", " : "", name);
-        }
+    if (at != data_size)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: the tensors end at data byte %llu, but the file holds %llu bytes of data after the "
+                              "header",
+                              r->path, (unsigned long long)at, (unsigned long long)data_size);
+    return TSIM_OK;
+}
+
+/* No tensor is named `want`: the message lists those there are. */
+static int no_such_tensor(const tsim_reader *r, const cJSON *root, const char *want, size_t count,
+                          const tsim_read_options *opts, tsim_error *err)
+{
+    char list[400] = "";
+    size_t len = 0, listed = 0;
+    for (const cJSON *t = root->child; t && len + 90 < sizeof list; t = t->next) {
+        if (strcmp(t->string, "__metadata__") == 0)
+            continue;
         char name[80];
-        shown(name, sizeof name, want);
-        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: no tensor named \"%s\" (the file has %s%s)", r->path, name,
-                            count ? list : "none", count && opts && opts->tensor ? "" : "; pick one with --tensor NAME");
-        goto done;
+        shown(name, sizeof name, t->string);
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s\"%s\"", listed++ ? ", " : "", name);
     }
     char name[80];
-    shown(name, sizeof name, chosen->string);
-    const char *dt = cJSON_GetObjectItemCaseSensitive(chosen, "dtype")->valuestring;
-    if (!st_dtype(dt, &spec->dtype)) {
+    shown(name, sizeof name, want);
+    return tsim_error_set(err, TSIM_E_INPUT, "%s: no tensor named \"%s\" (the file has %s%s)", r->path, name,
+                          count ? list : "none", count && opts && opts->tensor ? "" : "; pick one with --tensor NAME");
+}
+
+/* What the header says of the tensor to read. */
+typedef struct {
+    const cJSON *tensor, *metadata;
+    st_shape shape;
+} chosen_tensor;
+
+/* Checks every entry of the header and how the tensors tile the data, and
+ * finds the tensor named `want`. */
+static int check_tensors(const tsim_reader *r, const cJSON *root, uint64_t data_size, const char *want,
+                         const tsim_read_options *opts, chosen_tensor *c, tsim_error *err)
+{
+    span *spans = calloc((size_t)cJSON_GetArraySize(root) + 1, sizeof *spans);
+    if (!spans)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    int rc = check_unique_names(r, root, err);
+    size_t count = 0;
+    for (const cJSON *t = root->child; t && !rc; t = t->next) {
+        if (strcmp(t->string, "__metadata__") == 0) {
+            rc = check_metadata(r, t, err);
+            c->metadata = t;
+            continue;
+        }
+        st_shape shape;
+        if ((rc = check_entry(r, t, data_size, &spans[count], &shape, err)))
+            break;
+        count++;
+        if (strcmp(t->string, want) == 0) {
+            c->tensor = t;
+            c->shape = shape;
+        }
+    }
+    if (!rc)
+        rc = check_tiling(r, spans, count, data_size, err);
+    free(spans);
+    if (!rc && !c->tensor)
+        rc = no_such_tensor(r, root, want, count, opts, err);
+    return rc;
+}
+
+/* Everything up to the data: the header parsed and checked. On success the
+ * tensor's spec is filled and *meta holds the trace's meta. */
+static int parse_header(tsim_reader *r, int fd, int64_t size, const tsim_read_options *opts, tsim_dense_spec *spec,
+                        int64_t *tensor_bytes, cJSON **meta, tsim_error *err)
+{
+    cJSON *root = NULL;
+    uint64_t n = 0;
+    int rc = read_header(r, fd, size, &root, &n, err);
+    chosen_tensor c = {NULL, NULL, {0}};
+    if (!rc)
+        rc = check_tensors(r, root, (uint64_t)(size - 8 - (int64_t)n), opts && opts->tensor ? opts->tensor : "counts",
+                           opts, &c, err);
+    if (rc) {
+        cJSON_Delete(root);
+        return rc;
+    }
+    char name[80];
+    shown(name, sizeof name, c.tensor->string);
+    const char *dt = cJSON_GetObjectItemCaseSensitive(c.tensor, "dtype")->valuestring;
+    char what[96];
+    snprintf(what, sizeof what, "tensor \"%s\"", name);
+    if (!tsim_dtype_from_name(dt, false, &spec->dtype)) {
         char dts[40];
         shown(dts, sizeof dts, dt);
-        rc = tsim_error_set(err, TSIM_E_INPUT,
-                            "%s: tensor \"%s\" has dtype %s: expected I32, I64, U32, U64, F32 or F64", r->path, name,
-                            dts);
-        goto done;
+        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: tensor \"%s\" has dtype %s: expected I32, I64, U32, U64, F32 or F64",
+                            r->path, name, dts);
+    } else if (c.shape.ndim > 4) {
+        rc = tsim_dense_too_many_dims(r, what, c.shape.ndim, err);
+    } else {
+        snprintf(spec->what, sizeof spec->what, "%s ", what);
+        spec->ndim = c.shape.ndim;
+        memcpy(spec->shape, c.shape.shape, sizeof spec->shape);
+        uint64_t b = 0, e = 0;
+        const cJSON *offs = cJSON_GetObjectItemCaseSensitive(c.tensor, "data_offsets");
+        json_uint(offs->child, &b);
+        json_uint(offs->child->next, &e);
+        spec->data_offset = 8 + (int64_t)n + (int64_t)b;
+        *tensor_bytes = (int64_t)(e - b);
+        *meta = tsim_dense_meta(r, "safetensors");
+        bool ok = *meta && cJSON_AddStringToObject(*meta, "tensor", c.tensor->string);
+        if (ok && c.metadata) {
+            cJSON *copy = cJSON_Duplicate(c.metadata, 1);
+            ok = copy && cJSON_AddItemToObject(*meta, "metadata", copy);
+        }
+        if (!ok)
+            rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }
-    if (chosen_shape.ndim > 4) {
-        rc = tsim_error_set(err, TSIM_E_INPUT,
-                            "%s: tensor \"%s\" has %d dimensions: expected [L, E] (one record per layer), [T, L, E] "
-                            "(totals per microbatch and layer) or [T, L, R, E] (per source rank)",
-                            r->path, name, chosen_shape.ndim);
-        goto done;
-    }
-    snprintf(spec->what, sizeof spec->what, "tensor \"%s\" ", name);
-    spec->ndim = chosen_shape.ndim;
-    memcpy(spec->shape, chosen_shape.shape, sizeof spec->shape);
-    uint64_t b = 0, e = 0;
-    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(chosen, "data_offsets");
-    json_uint(offs->child, &b);
-    json_uint(offs->child->next, &e);
-    spec->data_offset = 8 + (int64_t)n + (int64_t)b;
-    *tensor_bytes = (int64_t)(e - b);
-
-    char base[256];
-    tsim_path_base(r->path, base, sizeof base);
-    *meta = cJSON_CreateObject();
-    bool ok = *meta && cJSON_AddStringToObject(*meta, "source", "safetensors") &&
-              cJSON_AddStringToObject(*meta, "file", base) &&
-              cJSON_AddStringToObject(*meta, "tensor", chosen->string);
-    if (ok && metadata) {
-        cJSON *copy = cJSON_Duplicate(metadata, 1);
-        ok = copy && cJSON_AddItemToObject(*meta, "metadata", copy);
-    }
-    if (!ok)
-        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-done:
-    free(spans);
     cJSON_Delete(root);
     return rc;
 }
 
 int tsim_safetensors_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err)
 {
-    int fd = open(r->path, O_RDONLY);
-    if (fd < 0)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open: %s", r->path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: not a regular file", r->path);
-    }
+    int fd;
+    int64_t size;
+    int rc = tsim_dense_open_file(r, &fd, &size, err);
+    if (rc)
+        return rc;
     tsim_dense_spec spec;
     memset(&spec, 0, sizeof spec);
     cJSON *meta = NULL;
     int64_t tensor_bytes = 0;
-    int rc = parse_header(r, fd, (int64_t)st.st_size, opts, &spec, &tensor_bytes, &meta, err);
+    rc = parse_header(r, fd, size, opts, &spec, &tensor_bytes, &meta, err);
     if (rc) {
         cJSON_Delete(meta);
         close(fd);
         return rc;
     }
-    rc = tsim_dense_open(r, fd, &spec, tensor_bytes, opts, err);
-    if (rc) {
-        cJSON_Delete(meta);
-        return rc;
-    }
-    r->hdr.meta = meta;
-    return TSIM_OK;
+    return tsim_dense_finish(r, fd, &spec, tensor_bytes, opts, meta, err);
 }

@@ -1,0 +1,1 @@
+$TAOTSIM convert --help=yes

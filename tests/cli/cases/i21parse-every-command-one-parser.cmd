@@ -1,0 +1,1 @@
+for c in gen validate convert replay table1 ablation sweep scaling fit vector bench plot report merge; do $TAOTSIM $c --help=x; echo "$c: $?"; $TAOTSIM $c --no-such-option; echo "$c: $?"; $TAOTSIM $c -Z; echo "$c: $?"; done 2>&1

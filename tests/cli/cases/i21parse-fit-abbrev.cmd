@@ -1,0 +1,1 @@
+$TAOTSIM fit --conc=2

@@ -1,0 +1,1 @@
+$TAOTSIM gen -o $TMP/t.json -x

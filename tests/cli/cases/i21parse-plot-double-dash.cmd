@@ -1,0 +1,1 @@
+printf "not json" | $TAOTSIM plot --format none -o $TMP/p -- -

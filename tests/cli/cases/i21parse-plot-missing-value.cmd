@@ -1,0 +1,1 @@
+$TAOTSIM plot r.json --format

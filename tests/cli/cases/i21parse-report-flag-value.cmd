@@ -1,0 +1,1 @@
+$TAOTSIM report r.json --no-figures=yes

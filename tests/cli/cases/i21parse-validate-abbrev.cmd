@@ -1,0 +1,1 @@
+$TAOTSIM validate --data=x traces/ep16-imb10.jsonl.gz
