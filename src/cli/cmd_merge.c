@@ -135,7 +135,7 @@ static int replay_gates(const tsim_session *s, const merge_args *a)
 {
     if (a->n_gates == 0)
         return TSIM_OK;
-    tsim_study study;
+    tsim_study study = {0}; /* freed on every path, even before a study is made */
     tsim_study_init(&study, "replay");
     for (int p = 0; p < s->n_planners; p++) {
         tsim_study_row *row = tsim_study_add(&study);
@@ -332,7 +332,7 @@ static cJSON *json_study(const void *st)
 static int merge_study(const tsim_partial *parts, int n, const merge_args *a)
 {
     tsim_error err = {0};
-    tsim_study study;
+    tsim_study study = {0}; /* freed on every path, even before a study is made */
     int status;
     if (tsim_study_merge(&study, parts, n, &err))
         status = tsim_cli_fail("merge", &err);

@@ -140,7 +140,7 @@ static int check_gates(const tsim_session *s, const char *const *gates, int n)
 {
     if (n == 0)
         return TSIM_OK;
-    tsim_study study;
+    tsim_study study = {0}; /* freed on every path, even before a study is made */
     tsim_study_init(&study, "replay");
     for (int p = 0; p < s->n_planners; p++) {
         tsim_study_row *row = tsim_study_add(&study);

@@ -510,7 +510,7 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
     tsim_progress_start(&progress, cmd);
     c.progress = on_progress;
     c.progress_ctx = &progress;
-    tsim_study study;
+    tsim_study study = {0}; /* freed on every path, even before a study is made */
     int rc;
     switch (kind) {
     case STUDY_TABLE1:
