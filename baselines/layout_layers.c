@@ -1,4 +1,5 @@
 #include "layout_layers.h"
+#include "search.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -41,17 +42,14 @@ void tsim_layout_layers_free(tsim_layout_layers *ls)
 }
 
 /* Index of the layer, or -(insertion point) - 1. */
+static int64_t layer_index_key(const void *ctx, int i)
+{
+    return ((const tsim_layout_layers *)ctx)->layers[i].layer;
+}
+
 static int layer_index(const tsim_layout_layers *ls, int64_t layer)
 {
-    int lo = 0, hi = ls->count;
-    while (lo < hi) {
-        const int mid = lo + (hi - lo) / 2;
-        if (ls->layers[mid].layer < layer)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < ls->count && ls->layers[lo].layer == layer ? lo : -lo - 1;
+    return tsim_search_sorted(ls->count, layer, layer_index_key, ls);
 }
 
 const tsim_layout_layer *tsim_layout_layers_find(const tsim_layout_layers *ls, int64_t layer)

@@ -1,4 +1,5 @@
 #include "session.h"
+#include "search.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -131,17 +132,14 @@ void tsim_session_free(tsim_session *s)
 }
 
 /* Row of the layer's previous placement, or -(insertion point) - 1. */
+static int64_t previous_find_key(const void *ctx, int i)
+{
+    return ((const tsim_previous_placements *)ctx)->layers[i];
+}
+
 static int previous_find(const tsim_previous_placements *pp, int64_t layer)
 {
-    int lo = 0, hi = pp->count;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (pp->layers[mid] < layer)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < pp->count && pp->layers[lo] == layer ? lo : -lo - 1;
+    return tsim_search_sorted(pp->count, layer, previous_find_key, pp);
 }
 
 const int32_t *tsim_previous_placement(const tsim_previous_placements *pp, int E, int64_t layer)

@@ -11,6 +11,7 @@
  * thread reads the trace, fills a ring of slots, commits finished slots in
  * order and plans too whenever the ring is full. */
 #include "session.h"
+#include "search.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -101,17 +102,14 @@ struct tsim_session_jobs {
 
 /* ---- chains ------------------------------------------------------------------ */
 
+static int64_t chain_find_key(const void *ctx, int i)
+{
+    return ((const chain_list *)ctx)->chains[i]->layer;
+}
+
 static int chain_find(const chain_list *cl, int64_t layer)
 {
-    int lo = 0, hi = cl->count;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (cl->chains[mid]->layer < layer)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < cl->count && cl->chains[lo]->layer == layer ? lo : -lo - 1;
+    return tsim_search_sorted(cl->count, layer, chain_find_key, cl);
 }
 
 static void chain_free(jobs_chain *c)
