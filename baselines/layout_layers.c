@@ -93,3 +93,15 @@ tsim_layout_layer *tsim_layout_layers_get(tsim_layout_layers *ls, int64_t layer,
     ls->count++;
     return &ls->layers[at];
 }
+
+int tsim_layout_history_parse(const char *planner, const char *text, int *out, tsim_error *err)
+{
+    static const char *const names[] = {"prev", "oracle", "none"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(text, names[i]) == 0) {
+            *out = i;
+            return TSIM_OK;
+        }
+    return tsim_error_set(err, TSIM_E_INPUT, "%s: unknown --%s-history '%s' (prev, oracle, none)", planner, planner,
+                          text);
+}

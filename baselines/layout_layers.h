@@ -11,6 +11,15 @@
 #include "error.h"
 #include "topology.h"
 
+/* When a layout planner recomputes its layout: from the window since the
+ * last update (prev), from each record itself (oracle), or never (none).
+ * trtllm and swift number their TSIM_*_HISTORY_* values in this order. */
+enum { TSIM_LAYOUT_HISTORY_PREV = 0, TSIM_LAYOUT_HISTORY_ORACLE = 1, TSIM_LAYOUT_HISTORY_NONE = 2 };
+
+/* Parses "prev", "oracle" or "none" into *out; planner names the option
+ * ("--PLANNER-history") in the message. */
+int tsim_layout_history_parse(const char *planner, const char *text, int *out, tsim_error *err);
+
 typedef struct {
     int64_t layer;
     int64_t seen;     /* records of this layer planned so far */

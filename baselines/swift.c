@@ -49,17 +49,6 @@ void tsim_swift_options_default(tsim_swift_options *opt)
     opt->tp = 1;
 }
 
-int tsim_swift_parse_history(const char *text, int *out, tsim_error *err)
-{
-    static const char *const names[] = {"prev", "oracle", "none"};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(text, names[i]) == 0) {
-            *out = i;
-            return TSIM_OK;
-        }
-    return tsim_error_set(err, TSIM_E_INPUT, "swift: unknown --swift-history '%s' (prev, oracle, none)", text);
-}
-
 void tsim_swift_free(tsim_swift *s)
 {
     if (!s)

@@ -12,14 +12,15 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "layout_layers.h"
 #include "plan.h"
 #include "record.h"
 #include "topology.h"
 
 enum {
-    TSIM_SWIFT_HISTORY_PREV = 0,   /* update at records 1, 1+N, ... from the summed window */
-    TSIM_SWIFT_HISTORY_ORACLE = 1, /* update at every record from the record itself */
-    TSIM_SWIFT_HISTORY_NONE = 2,   /* never update: D0 serves */
+    TSIM_SWIFT_HISTORY_PREV = TSIM_LAYOUT_HISTORY_PREV,   /* update at records 1, 1+N, ... from the summed window */
+    TSIM_SWIFT_HISTORY_ORACLE = TSIM_LAYOUT_HISTORY_ORACLE, /* update at every record from the record itself */
+    TSIM_SWIFT_HISTORY_NONE = TSIM_LAYOUT_HISTORY_NONE,   /* never update: D0 serves */
 };
 
 /* --swift-* options (3.2), published defaults in (). */
@@ -33,8 +34,6 @@ typedef struct tsim_swift tsim_swift;
 
 void tsim_swift_options_default(tsim_swift_options *opt);
 
-/* --swift-history prev|oracle|none into *out. */
-int tsim_swift_parse_history(const char *text, int *out, tsim_error *err);
 
 /* Checks the configuration (3.6) and allocates the scratch; a layer's state
  * is allocated the first time it is seen. slots is K (at most E - hpr). */

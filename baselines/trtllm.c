@@ -37,17 +37,6 @@ void tsim_trtllm_options_default(tsim_trtllm_options *opt)
     opt->decay = 0.95;
 }
 
-int tsim_trtllm_parse_history(const char *text, int *out, tsim_error *err)
-{
-    static const char *const names[] = {"prev", "oracle", "none"};
-    for (int i = 0; i < 3; i++)
-        if (strcmp(text, names[i]) == 0) {
-            *out = i;
-            return TSIM_OK;
-        }
-    return tsim_error_set(err, TSIM_E_INPUT, "trtllm: unknown --trtllm-history '%s' (prev, oracle, none)", text);
-}
-
 void tsim_trtllm_free(tsim_trtllm *t)
 {
     if (!t)

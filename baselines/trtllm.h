@@ -11,14 +11,15 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "layout_layers.h"
 #include "plan.h"
 #include "record.h"
 #include "topology.h"
 
 enum {
-    TSIM_TRTLLM_HISTORY_PREV = 0,   /* update at records 1, 1+N, ... from the window since the last one */
-    TSIM_TRTLLM_HISTORY_ORACLE = 1, /* update at every record from the record itself */
-    TSIM_TRTLLM_HISTORY_NONE = 2,   /* never update: D0 serves (layer_updates_per_iter = 0) */
+    TSIM_TRTLLM_HISTORY_PREV = TSIM_LAYOUT_HISTORY_PREV,   /* update at records 1, 1+N, ... from the window since the last one */
+    TSIM_TRTLLM_HISTORY_ORACLE = TSIM_LAYOUT_HISTORY_ORACLE, /* update at every record from the record itself */
+    TSIM_TRTLLM_HISTORY_NONE = TSIM_LAYOUT_HISTORY_NONE,   /* never update: D0 serves (layer_updates_per_iter = 0) */
 };
 
 /* --trtllm-* options (2.2), published defaults in (). */
@@ -32,8 +33,6 @@ typedef struct tsim_trtllm tsim_trtllm;
 
 void tsim_trtllm_options_default(tsim_trtllm_options *opt);
 
-/* --trtllm-history prev|oracle|none into *out. */
-int tsim_trtllm_parse_history(const char *text, int *out, tsim_error *err);
 
 /* Checks the configuration (2.7) and allocates the scratch; a layer's state
  * is allocated the first time it is seen. slots is K. */

@@ -67,12 +67,12 @@ static int planner_init(planner *p, const config *c, const tsim_topology *topo, 
     if (strcmp(c->planner, "trtllm") == 0) {
         tsim_trtllm_options o;
         tsim_trtllm_options_default(&o);
-        int rc = tsim_trtllm_parse_history(c->history, &o.history, err);
+        int rc = tsim_layout_history_parse("trtllm", c->history, &o.history, err);
         return rc ? rc : tsim_trtllm_init(&p->trtllm, topo, c->K, &o, err);
     }
     tsim_swift_options o;
     tsim_swift_options_default(&o);
-    int rc = tsim_swift_parse_history(c->history, &o.history, err);
+    int rc = tsim_layout_history_parse("swift", c->history, &o.history, err);
     return rc ? rc : tsim_swift_init(&p->swift, topo, c->K, &o, err);
 }
 

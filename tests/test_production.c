@@ -109,14 +109,14 @@ static int configure(const char *planner, const cJSON *opts, const char *path, c
     if (strcmp(planner, "trtllm") == 0) {
         tsim_trtllm_options o;
         tsim_trtllm_options_default(&o);
-        cr_assert_eq(tsim_trtllm_parse_history(field(opts, "history", path)->valuestring, &o.history, err), 0);
+        cr_assert_eq(tsim_layout_history_parse("trtllm", field(opts, "history", path)->valuestring, &o.history, err), 0);
         o.decay = field(opts, "decay", path)->valuedouble;
         return tsim_trtllm_init(&b->trtllm, topo, slots, &o, err);
     }
     if (strcmp(planner, "swift") == 0) {
         tsim_swift_options o;
         tsim_swift_options_default(&o);
-        cr_assert_eq(tsim_swift_parse_history(field(opts, "history", path)->valuestring, &o.history, err), 0);
+        cr_assert_eq(tsim_layout_history_parse("swift", field(opts, "history", path)->valuestring, &o.history, err), 0);
         o.tp = int_field(opts, "tp", path);
         return tsim_swift_init(&b->swift, topo, slots, &o, err);
     }
@@ -934,9 +934,9 @@ Test(production, layout_planner_configuration_errors)
     cr_assert_eq(tsim_swift_init(&sw, &t, 1, &so, &err), TSIM_E_INPUT);
     cr_assert(strstr(err.msg, "--swift-tp 3") != NULL, "%s", err.msg);
     int h = -1;
-    cr_assert_eq(tsim_trtllm_parse_history("oracle", &h, &err), 0);
+    cr_assert_eq(tsim_layout_history_parse("trtllm", "oracle", &h, &err), 0);
     cr_assert_eq(h, TSIM_TRTLLM_HISTORY_ORACLE);
-    cr_assert_eq(tsim_swift_parse_history("lru", &h, &err), TSIM_E_INPUT);
+    cr_assert_eq(tsim_layout_history_parse("swift", "lru", &h, &err), TSIM_E_INPUT);
     cr_assert_str_eq(err.msg, "swift: unknown --swift-history 'lru' (prev, oracle, none)");
     tsim_topology_free(&t);
 }
