@@ -19,6 +19,7 @@ ranks=(
     "src/registry"
     "src/report"
     "src/study"
+    "src/render"
     "src/cli"
 )
 
