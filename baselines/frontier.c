@@ -3,6 +3,7 @@
 #include "frontier.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -524,3 +525,44 @@ int tsim_frontier_plan(tsim_frontier *f, const tsim_record *rec, tsim_plan *plan
         return rc;
     return tsim_split_plan(rec, f->tpe, f->K, plan, &f->split, err);
 }
+
+/* ---- the registry entry --------------------------------------------------------- */
+
+static int frontier_desc_init(void **state, const tsim_topology *topo, const tsim_planner_common *common,
+                              const void *own, tsim_error *err)
+{
+    /* topo->slots is already this planner's K (tsim_planner_slots). */
+    return tsim_frontier_init((tsim_frontier **)state, topo, topo->slots, common->lambda_plan, own, err);
+}
+
+static int frontier_desc_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_error *err)
+{
+    return tsim_frontier_plan(state, rec, out, err);
+}
+
+static void frontier_desc_free(void *state)
+{
+    tsim_frontier_free(state);
+}
+
+/* --frontier-* options: parsed, defaulted and listed in --help from here. */
+static const tsim_option_spec frontier_options[] = {
+    {.name = "frontier-mu", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_frontier_options, mu), .lo = 0,
+     .hi = 1000000000.0, .arg = "X", .def = "0.001",
+     .help = "frontier: imbalance one unit of weighted cost is worth (as optimal-mu)"},
+    {0},
+};
+
+const tsim_planner_desc tsim_planner_frontier = {
+    .name = "frontier",
+    .source = "taotsim's own (issue 23): node-local first, cross-node only where node totals force it",
+    .summary = "node-local replicas first, cross-node only where node totals force it and it pays at lambda_plan",
+    .options = frontier_options,
+    .options_size = sizeof(tsim_frontier_options),
+    .state = TSIM_STATE_NONE,
+    .cost = TSIM_COST_CHEAP,
+    .reads_lambda_plan = true,
+    .init = frontier_desc_init,
+    .plan = frontier_desc_plan,
+    .free = frontier_desc_free,
+};

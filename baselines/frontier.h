@@ -25,6 +25,7 @@
 
 #include "error.h"
 #include "plan.h"
+#include "planner.h"
 #include "record.h"
 #include "topology.h"
 
@@ -48,5 +49,8 @@ int tsim_frontier_init(tsim_frontier **out, const tsim_topology *topo, int slots
 int tsim_frontier_plan(tsim_frontier *f, const tsim_record *rec, tsim_plan *plan, tsim_error *err);
 
 void tsim_frontier_free(tsim_frontier *f);
+
+/* The registry entry: --frontier-mu, stateless, cheap, reads lambda_plan. */
+extern const tsim_planner_desc tsim_planner_frontier;
 
 #endif

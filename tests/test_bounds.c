@@ -197,7 +197,7 @@ Test(bound, bad_input_is_an_error_never_a_crash)
 
 /* Planners inside the bounds' model: slot-limited, homes fixed. (LLEP and
  * FasterMoE have no slot limit; EPLB re-homes experts.) */
-static const char *const in_model[] = {"none", "taot", "echo", "lplb", "optimal"};
+static const char *const in_model[] = {"none", "taot", "echo", "lplb", "frontier", "optimal"};
 enum { NPLANNER = sizeof in_model / sizeof in_model[0] };
 
 typedef struct {

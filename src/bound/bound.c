@@ -510,3 +510,133 @@ int tsim_bound_objective(tsim_bounder *b, const tsim_record *rec, double mu, tsi
     free(v);
     return TSIM_OK;
 }
+
+/* ---- the curve: one grid per record, refined per query ---- */
+
+void tsim_bound_curve_free(tsim_bound_curve *c)
+{
+    free(c->T);
+    free(c->C);
+    memset(c, 0, sizeof *c);
+}
+
+int tsim_bound_curve_build(tsim_bounder *b, const tsim_record *rec, int points, tsim_bound_curve *c,
+                           tsim_error *err)
+{
+    tsim_bound_result res;
+    int rc = load_record(b, rec, &res, err);
+    if (rc)
+        return rc;
+    if (points < 2)
+        return tsim_error_set(err, TSIM_E_INPUT, "bound: a curve needs at least 2 points, got %d", points);
+    if (c->cap < points) {
+        double *T = realloc(c->T, sizeof *T * (size_t)points), *C = T ? realloc(c->C, sizeof *C * (size_t)points) : NULL;
+        if (T)
+            c->T = T;
+        if (!T || !C)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "bound: out of memory for a curve of %d points", points);
+        c->C = C;
+        c->cap = points;
+    }
+    c->n = 0;
+    c->lps = 0;
+    c->mean = b->mean;
+    c->lmin = trivial_load(b);
+    c->lmax = (double)b->lmax;
+    c->record_index = rec->index;
+    /* Quadratic spacing from ceil(mean) up: most plans end near the bottom.
+     * The native max load itself costs nothing and needs no point. */
+    const double span = c->lmax - c->lmin;
+    for (int i = 0; i < points && span > 0; i++) {
+        double x = (double)i / (double)(points - 1);
+        double T = c->lmin + span * x * x;
+        T = b->opts.integer_tokens ? floor(T) : T;
+        if (T >= c->lmax || (c->n > 0 && T <= c->T[c->n - 1]))
+            continue;
+        double cost;
+        if ((rc = cost_at(b, T, &cost, err)))
+            return rc;
+        c->T[c->n] = T;
+        c->C[c->n++] = cost;
+    }
+    c->lps = res.lps;
+    return TSIM_OK;
+}
+
+static int curve_check(const tsim_bound_curve *c, const tsim_record *rec, tsim_error *err)
+{
+    if (rec->index != c->record_index)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "bound: curve of record %lld queried for record %lld",
+                              (long long)c->record_index, (long long)rec->index);
+    return TSIM_OK;
+}
+
+int tsim_bound_curve_min_rho(tsim_bounder *b, const tsim_record *rec, const tsim_bound_curve *c, double budget,
+                             int refine_lps, tsim_bound_result *out, tsim_error *err)
+{
+    int rc = load_record(b, rec, out, err);
+    if (rc || (rc = curve_check(c, rec, err)))
+        return rc;
+    if (!isfinite(budget) || budget < 0.0)
+        return tsim_error_set(err, TSIM_E_INPUT, "bound: the cost budget must be a finite number >= 0, got %g",
+                              budget);
+    out->trivial = out->value = rho_of(b, c->lmin);
+    out->status = TSIM_BOUND_EXACT;
+    if (b->total == 0 || c->n == 0)
+        return TSIM_OK;
+    /* The bracket: lo the largest grid load every plan in budget exceeds,
+     * hi the next grid load the LP cannot exclude (or the native max). */
+    int at = -1;
+    for (int i = 0; i < c->n; i++)
+        if (c->C[i] > budget)
+            at = i;
+    out->status = TSIM_BOUND_DONE;
+    if (at < 0)
+        return TSIM_OK; /* the LP reaches the rounding bound within budget */
+    double lo = c->T[at], hi = c->lmax;
+    for (int i = at + 1; i < c->n; i++)
+        if (c->C[i] <= budget) {
+            hi = c->T[i];
+            break;
+        }
+    while (!settled(b, lo, hi) && out->lps < refine_lps) {
+        double m = midpoint(b, lo, hi), cost;
+        if ((rc = cost_at(b, m, &cost, err)))
+            return rc;
+        if (cost > budget)
+            lo = m;
+        else
+            hi = m;
+    }
+    out->value = rho_of(b, step_above(b, lo));
+    out->status = settled(b, lo, hi) ? TSIM_BOUND_DONE : TSIM_BOUND_BUDGET;
+    return TSIM_OK;
+}
+
+int tsim_bound_curve_min_cost(tsim_bounder *b, const tsim_record *rec, const tsim_bound_curve *c, double rho,
+                              tsim_bound_result *out, tsim_error *err)
+{
+    int rc = load_record(b, rec, out, err);
+    if (rc || (rc = curve_check(c, rec, err)))
+        return rc;
+    if (!isfinite(rho))
+        return tsim_error_set(err, TSIM_E_INPUT, "bound: the target imbalance must be finite, got %g", rho);
+    out->status = TSIM_BOUND_EXACT;
+    if (b->total == 0 || rho_of(b, c->lmax) <= rho)
+        return TSIM_OK;
+    double T = (1.0 + rho) * b->mean * (1.0 + 1e-12) + 1e-9;
+    T = b->opts.integer_tokens ? floor(T) : T;
+    if (T < c->lmin * (1.0 - 1e-12)) {
+        out->status = TSIM_BOUND_INFEASIBLE;
+        out->value = INFINITY;
+        return TSIM_OK;
+    }
+    out->status = TSIM_BOUND_DONE;
+    for (int i = 0; i < c->n; i++)
+        if (c->T[i] == T)
+            return out->value = c->C[i], TSIM_OK;
+    rc = cost_at(b, T, &out->value, err);
+    if (rc == TSIM_OK && isinf(out->value))
+        out->status = TSIM_BOUND_INFEASIBLE;
+    return rc;
+}

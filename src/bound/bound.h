@@ -103,6 +103,33 @@ int tsim_bound_min_rho(tsim_bounder *b, const tsim_record *rec, double budget, t
 int tsim_bound_objective(tsim_bounder *b, const tsim_record *rec, double mu, tsim_bound_result *out,
                          tsim_error *err);
 
+/* The frontier of one record as a curve of proven points (T, C(T)): C at a
+ * grid of max loads between ceil(mean) and the native max load, denser near
+ * the low end where planners land. Built once per record and slot budget,
+ * then queried per plan: each query reads the grid and refines only inside
+ * its own bracket with at most refine_lps LPs of its own, so a plan's
+ * answer never depends on which other plans were queried. */
+typedef struct {
+    int n, cap;
+    double *T, *C;       /* [cap] ascending T (tokens), C(T) rounded to a reachable cost */
+    double mean, lmin, lmax;
+    int64_t record_index; /* the record the curve is for (queries check it) */
+    int lps;             /* LPs the grid took */
+} tsim_bound_curve;
+
+void tsim_bound_curve_free(tsim_bound_curve *c);
+/* C at `points` max loads (>= 2) of rec. */
+int tsim_bound_curve_build(tsim_bounder *b, const tsim_record *rec, int points, tsim_bound_curve *c,
+                           tsim_error *err);
+/* The least rho_after of any plan of cost <= budget: the grid's bracket, then
+ * bisection inside it with at most refine_lps LPs. rec must be the curve's. */
+int tsim_bound_curve_min_rho(tsim_bounder *b, const tsim_record *rec, const tsim_bound_curve *c, double budget,
+                             int refine_lps, tsim_bound_result *out, tsim_error *err);
+/* The least cost of any plan with rho_after <= rho: one LP at the plan's own
+ * max load (a grid point when one is there). */
+int tsim_bound_curve_min_cost(tsim_bounder *b, const tsim_record *rec, const tsim_bound_curve *c, double rho,
+                              tsim_bound_result *out, tsim_error *err);
+
 /* The least value a + lambda * b (a, b >= 0 whole) at or above x: the costs a
  * plan can have. */
 double tsim_bound_round_cost(double x, double lambda);

@@ -56,6 +56,9 @@ static void replay_help(void)
            "  --dump-plans FILE    write every plan as a JSON line (vector format, \"got\")\n"
            "  --timing             measure plan_ns (wall time: output no longer reproducible)\n"
            "  --step-model         add the step-time model's step_ms and speedup (see below)\n"
+           "  --bounds             add excess_imbalance and excess_cost: each plan against\n"
+           "                       proven lower bounds at its own K (LPs: slow; n/a for\n"
+           "                       planners without a slot limit or that re-home experts)\n"
            "  --fail-if EXPR       exit 1 when EXPR holds, e.g. 'taot.rho_after.p95 > 0.05'\n"
            "                       (names PLANNER.METRIC.STAT; repeatable)\n"
            "  --format md|csv|json output format (default md)\n"
@@ -154,7 +157,7 @@ static int check_gates(const tsim_session *s, const char *const *gates, int n)
 
 enum {
     OPT_PLANNERS = 1, OPT_SLOTS, OPT_LAMBDA_EVAL, OPT_LAMBDA, OPT_EP, OPT_RPN, OPT_RANKS_PER_NODE, OPT_DATASET,
-    OPT_PER_RECORD, OPT_TIMING, OPT_STEP_MODEL, OPT_FAIL_IF, OPT_DUMP_PLANS, OPT_FORMAT, OPT_OUTPUT,
+    OPT_PER_RECORD, OPT_TIMING, OPT_STEP_MODEL, OPT_BOUNDS, OPT_FAIL_IF, OPT_DUMP_PLANS, OPT_FORMAT, OPT_OUTPUT,
     OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_JOBS, OPT_SHARD, OPT_ARRAY,
 };
 
@@ -170,6 +173,7 @@ static const tsim_cli_option replay_options[] = {
     {"per-record", 0, false, OPT_PER_RECORD},
     {"timing", 0, false, OPT_TIMING},
     {"step-model", 0, false, OPT_STEP_MODEL},
+    {"bounds", 0, false, OPT_BOUNDS},
     {"fail-if", 0, true, OPT_FAIL_IF},
     {"dump-plans", 0, true, OPT_DUMP_PLANS},
     {"format", 0, true, OPT_FORMAT},
@@ -194,7 +198,7 @@ typedef struct {
     tsim_replay_output_options oo;
     int slots;
     double lambda_eval;
-    bool timing, step_model_on;
+    bool timing, step_model_on, bounds;
     tsim_step_model step_model;
     int jobs;
     tsim_shard shard;
@@ -234,6 +238,9 @@ static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
         return TSIM_OK;
     case OPT_STEP_MODEL:
         a->step_model_on = true;
+        return TSIM_OK;
+    case OPT_BOUNDS:
+        a->bounds = true;
         return TSIM_OK;
     case OPT_FAIL_IF: {
         if (a->n_gates == 32)
@@ -457,6 +464,8 @@ static int replay_parse_checked(int argc, char **argv, replay_args *a)
             return tsim_cli_usage_error("replay", "--fail-if goes on 'taotsim merge', which sees the whole result");
         if (a->dump_path)
             return tsim_cli_usage_error("replay", "--dump-plans does not combine with --shard");
+        if (a->bounds) /* merge keeps no bound state: refuse rather than drop the metrics */
+            return tsim_cli_usage_error("replay", "--bounds does not combine with --shard");
     }
     return 0;
 }
@@ -519,6 +528,8 @@ static int replay_setup(replay_run *x)
     s->timing = a->timing;
     s->step_model_on = a->step_model_on;
     s->step_model = a->step_model;
+    if (a->bounds && tsim_session_enable_bounds(s, &x->err))
+        return tsim_cli_fail(cmd, &x->err);
     s->keep_ids = a->oo.per_record;
     /* A shard keeps its per-record values when the whole run would, so the
      * merge can put them back in record order. */

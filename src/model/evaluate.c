@@ -9,7 +9,7 @@ const char *const tsim_metric_names[TSIM_M_COUNT] = {
     "rho_before", "rho_after", "balancedness_before", "balancedness_after", "improve_pp", "intra", "inter",
     "weighted",
     "offloaded", "traffic_inter_before", "traffic_inter_after", "plan_ns", "step_ms", "speedup",
-    "rehomed_intra", "rehomed_inter",
+    "rehomed_intra", "rehomed_inter", "excess_imbalance", "excess_cost",
 };
 
 int tsim_evaluator_init(tsim_evaluator *ev, const tsim_topology *topo, tsim_error *err)

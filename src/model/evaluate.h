@@ -33,6 +33,13 @@ typedef enum {
      * weighted, never inside it. 0 for planners that never re-home. */
     TSIM_M_REHOMED_INTRA,
     TSIM_M_REHOMED_INTER,
+    /* --bounds (issue 23): rho_after minus the least rho_after any plan of
+     * the same weighted cost can reach, and weighted minus the least cost of
+     * any plan with the same rho_after (proven lower bounds, src/bound).
+     * Filled by the session, not here; NaN for plans outside the bounds'
+     * model (no slot limit, or re-homed experts). */
+    TSIM_M_EXCESS_IMBALANCE,
+    TSIM_M_EXCESS_COST,
     TSIM_M_COUNT
 } tsim_metric_id;
 

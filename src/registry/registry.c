@@ -22,6 +22,7 @@ extern const tsim_planner_desc tsim_planner_moonep;
 extern const tsim_planner_desc tsim_planner_ultraep;
 extern const tsim_planner_desc tsim_planner_trtllm;
 extern const tsim_planner_desc tsim_planner_swift;
+extern const tsim_planner_desc tsim_planner_frontier;
 
 /* THE list: adding a planner is its own files plus one line here (and its
  * extern above). The order is the order of --help and of "known:" lists. */
@@ -38,6 +39,7 @@ static const tsim_planner_desc *const registry[] = {
     &tsim_planner_ultraep,
     &tsim_planner_trtllm,
     &tsim_planner_swift,
+    &tsim_planner_frontier,
     NULL,
 };
 

@@ -1,6 +1,7 @@
 #include "replay_output.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,11 +23,13 @@ cJSON *tsim_planner_result_json(const tsim_session *s, int i)
     cJSON_AddNumberToObject(j, "record_count", (double)res->records);
     cJSON *metrics = cJSON_AddObjectToObject(j, "metrics");
     for (int m = 0; m < TSIM_M_COUNT; m++) {
-        if (!tsim_session_metric_on(s, m))
+        if (!tsim_session_planner_metric_on(s, i, m))
             continue;
         tsim_summary sum = tsim_series_summary(&res->metrics[m]);
         cJSON_AddItemToObject(metrics, tsim_metric_names[m], tsim_summary_json(&sum));
     }
+    if (s->bounds && s->bounds_fit[i]) /* --bounds: why this planner has no excess metrics */
+        cJSON_AddStringToObject(j, "bounds", tsim_bounds_fit_text(s->bounds_fit[i]));
     cJSON *notes = cJSON_AddObjectToObject(j, "notes");
     for (int b = 0; b < TSIM_NOTE_KINDS; b++)
         if (res->note_records[b])
@@ -69,7 +72,7 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
         fputs("planner,metric,mean,std,min,p50,p95,max\n", out);
         for (int p = 0; p < s->n_planners; p++)
             for (int m = 0; m < TSIM_M_COUNT; m++) {
-                if (!tsim_session_metric_on(s, m))
+                if (!tsim_session_planner_metric_on(s, p, m))
                     continue;
                 tsim_summary sum = tsim_series_summary(&s->results[p].metrics[m]);
                 fprintf(out, "%s,%s,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n", s->planners[p].label,
@@ -95,6 +98,10 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
     if (s->step_model_on) {
         headers[ncols++] = "step ms (model)";
         headers[ncols++] = "speedup (model)";
+    }
+    if (s->bounds) {
+        headers[ncols++] = "excess imbalance pp";
+        headers[ncols++] = "excess cost";
     }
     tsim_table t;
     if (tsim_table_init(&t, ncols, headers))
@@ -126,6 +133,13 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
         if (s->step_model_on) {
             fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_STEP_MS), 3);
             fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_SPEEDUP), 3);
+        }
+        if (s->bounds && s->bounds_fit[p]) {
+            snprintf(c[k++], sizeof c[0], "n/a (%s)", tsim_bounds_fit_text(s->bounds_fit[p]));
+            snprintf(c[k++], sizeof c[0], "n/a");
+        } else if (s->bounds) {
+            fmt(c[k++], sizeof c[0], 100.0 * mean_of(s, p, TSIM_M_EXCESS_IMBALANCE), 3);
+            fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_EXCESS_COST), 2);
         }
         const char *cells[MAX_COLS];
         for (int q = 0; q < ncols; q++)
@@ -161,6 +175,10 @@ static int per_record_columns(const tsim_session *s, int *metrics)
         metrics[n++] = traffic[k];
     if (s->timing)
         metrics[n++] = TSIM_M_PLAN_NS;
+    if (s->bounds) {
+        metrics[n++] = TSIM_M_EXCESS_IMBALANCE;
+        metrics[n++] = TSIM_M_EXCESS_COST;
+    }
     return n;
 }
 
@@ -185,7 +203,10 @@ static int print_per_record(FILE *out, const tsim_session *s, tsim_format format
             snprintf(c[3], sizeof c[3], "%s", s->planners[p].label);
             for (int k = 0; k < n_metrics; k++) {
                 double v = s->results[p].metrics[metrics[k]].values[r];
-                snprintf(c[ID_COLS + k], sizeof c[0], metrics[k] == TSIM_M_PLAN_NS ? "%.0f" : "%.10g", v);
+                if (isnan(v)) /* an excess metric of a plan outside the bounds' model */
+                    snprintf(c[ID_COLS + k], sizeof c[0], "n/a");
+                else
+                    snprintf(c[ID_COLS + k], sizeof c[0], metrics[k] == TSIM_M_PLAN_NS ? "%.0f" : "%.10g", v);
             }
             const char *cells[ID_COLS + TSIM_M_COUNT];
             for (int k = 0; k < ncols; k++)
@@ -229,7 +250,7 @@ cJSON *tsim_replay_json(const tsim_session *s, const tsim_replay_output_options 
                 cJSON_AddNumberToObject(x, "microbatch", (double)s->ids[i].microbatch);
                 cJSON_AddNumberToObject(x, "layer", (double)s->ids[i].layer);
                 for (int m = 0; m < TSIM_M_COUNT; m++) {
-                    if (!tsim_session_metric_on(s, m))
+                    if (!tsim_session_planner_metric_on(s, p, m))
                         continue;
                     cJSON_AddNumberToObject(x, tsim_metric_names[m], s->results[p].metrics[m].values[i]);
                 }
@@ -268,6 +289,11 @@ int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     if (s->step_model_on && o->format == TSIM_FORMAT_MD)
         fputs("\nstep ms and speedup come from the step-time model: an estimate, not a measurement.\n", out);
+    if (s->bounds && o->format == TSIM_FORMAT_MD)
+        fputs("\nexcess imbalance and excess cost (--bounds): how far each plan is from proven lower bounds at its "
+              "own K, in percentage points of rho_after at its own weighted cost, and in weighted cost at its own "
+              "rho_after (mean per record); n/a for planners outside the bounds' model.\n",
+              out);
     if (s->rehoming && o->format == TSIM_FORMAT_MD)
         fputs("\nrehomed intra/inter: experts whose home rank changed since the planner's previous record of the "
               "layer (mean per record), within a node or across nodes; weight moves at a rebalance, not part of "

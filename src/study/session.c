@@ -122,6 +122,8 @@ void tsim_session_free(tsim_session *s)
     free(s->results);
     free(s->ids);
     free(s->home_tokens);
+    tsim_bounds_free(s->bounds);
+    free(s->bounds_fit);
     tsim_plan_free(&s->plan);
     tsim_evaluator_free(&s->ev);
     for (int i = 0; s->ptopo && i < s->n_ptopo; i++)
@@ -221,6 +223,9 @@ static int plan_one(tsim_session *s, int i, const tsim_record *rec, tsim_plan *p
     return TSIM_OK;
 }
 
+static int bounds_fill(tsim_session *s, int i, const tsim_record *rec, const tsim_plan *plan, tsim_metrics *m,
+                       tsim_error *err);
+
 /* Evaluates planner i's plan of rec and records its metrics. */
 static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan *plan, double plan_ns,
                       tsim_error *err)
@@ -251,6 +256,8 @@ static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan 
         m.v[TSIM_M_STEP_MS] = step;
         m.v[TSIM_M_SPEEDUP] = step > 0 ? base / step : 1.0;
     }
+    if ((rc = bounds_fill(s, i, rec, plan, &m, err)))
+        return rc;
     tsim_planner_result *res = &s->results[i];
     for (int k = 0; k < TSIM_M_COUNT; k++)
         if (tsim_series_push(&res->metrics[k], m.v[k]))
@@ -397,7 +404,45 @@ bool tsim_session_metric_on(const tsim_session *s, int metric)
         return s->step_model_on;
     if (metric == TSIM_M_REHOMED_INTRA || metric == TSIM_M_REHOMED_INTER)
         return s->rehoming;
+    if (metric == TSIM_M_EXCESS_IMBALANCE || metric == TSIM_M_EXCESS_COST)
+        return s->bounds != NULL;
     return true;
+}
+
+bool tsim_session_planner_metric_on(const tsim_session *s, int planner, int metric)
+{
+    if (!tsim_session_metric_on(s, metric))
+        return false;
+    if (metric == TSIM_M_EXCESS_IMBALANCE || metric == TSIM_M_EXCESS_COST)
+        return s->bounds_fit[planner] == TSIM_BOUNDS_IN_MODEL;
+    return true;
+}
+
+int tsim_session_enable_bounds(tsim_session *s, tsim_error *err)
+{
+    if (s->bounds)
+        return TSIM_OK;
+    s->bounds_fit = calloc((size_t)(s->n_planners > 0 ? s->n_planners : 1), sizeof *s->bounds_fit);
+    if (!s->bounds_fit)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for --bounds");
+    return tsim_bounds_new(&s->bounds, s->n_planners, s->lambda_eval, err);
+}
+
+/* The excess metrics of planner i's plan (with --bounds). */
+static int bounds_fill(tsim_session *s, int i, const tsim_record *rec, const tsim_plan *plan, tsim_metrics *m,
+                       tsim_error *err)
+{
+    if (!s->bounds)
+        return TSIM_OK;
+    tsim_bounds_fit fit;
+    int rc = tsim_bounds_fill(s->bounds, i, &s->ptopo[i], rec, plan, m, &fit, err);
+    if (rc) {
+        tsim_error_prefix(err, "planner '%s'", s->planners[i].label);
+        return rc;
+    }
+    if (fit != TSIM_BOUNDS_IN_MODEL && s->bounds_fit[i] == TSIM_BOUNDS_IN_MODEL)
+        s->bounds_fit[i] = fit;
+    return TSIM_OK;
 }
 
 tsim_summary tsim_session_summary(const tsim_session *s, int planner, tsim_metric_id metric)
@@ -452,11 +497,16 @@ static int runs_add(tsim_planner_result *res, int64_t seq, tsim_error *err)
 }
 
 int tsim_session_commit(tsim_session *s, int planner, int64_t seq, const tsim_record *rec, tsim_plan *plan,
-                        const tsim_metrics *m, uint32_t notes, bool placed, tsim_error *err)
+                        const tsim_metrics *m_in, uint32_t notes, bool placed, tsim_error *err)
 {
     tsim_planner_result *res = &s->results[planner];
     if (placed)
         s->rehoming = true;
+    tsim_metrics mb = *m_in;
+    const tsim_metrics *m = &mb;
+    int rc = bounds_fill(s, planner, rec, plan, &mb, err);
+    if (rc)
+        return rc;
     for (int k = 0; k < TSIM_M_COUNT; k++)
         if (tsim_series_push(&res->metrics[k], m->v[k]))
             return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
@@ -464,7 +514,6 @@ int tsim_session_commit(tsim_session *s, int planner, int64_t seq, const tsim_re
         if (notes & (1u << b))
             res->note_records[b]++;
     res->records++;
-    int rc;
     if (s->keep_indices && (rc = runs_add(res, seq, err)))
         return rc;
     if (s->hook && (rc = s->hook(s->hook_ctx, s, planner, rec, plan, m, err)))

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bounds.h"
 #include "evaluate.h"
 #include "plan.h"
 #include "planner.h"
@@ -110,6 +111,10 @@ typedef struct tsim_session {
     const tsim_record **queue_ptrs;
     tsim_plan *batch_plans;       /* [n_planners * window], for the windowed planners */
     double *batch_ns;             /* [n_planners]: a batch's plan time per record */
+    /* --bounds (bounds.h): the excess metrics, NULL when off; bounds_fit[i]
+     * the first reason a plan of planner i fell outside the model (0: none). */
+    tsim_bounds *bounds;
+    int *bounds_fit;              /* [n_planners] */
 } tsim_session;
 
 /* Copies the topology (home included), starts every planner. */
@@ -140,6 +145,12 @@ int tsim_session_set_previous(tsim_session *s, int planner, int64_t layer, const
 /* Whether a metric is measured in this session (plan_ns needs timing, the
  * step metrics need the step model). */
 bool tsim_session_metric_on(const tsim_session *s, int metric);
+
+/* Turns on --bounds (after init, before the first record). */
+int tsim_session_enable_bounds(tsim_session *s, tsim_error *err);
+/* As tsim_session_metric_on, and the planner's plans were inside the bounds'
+ * model for the excess metrics. */
+bool tsim_session_planner_metric_on(const tsim_session *s, int planner, int metric);
 
 tsim_summary tsim_session_summary(const tsim_session *s, int planner, tsim_metric_id metric);
 

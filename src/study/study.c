@@ -61,7 +61,7 @@ void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int
     const int k = s->ptopo && planner < s->n_ptopo ? s->ptopo[planner].slots : s->topo.slots;
     row->planner_slots = k != s->topo.slots ? k : 0;
     for (int m = 0; m < TSIM_M_COUNT; m++) {
-        row->metric_on[m] = tsim_session_metric_on(s, m);
+        row->metric_on[m] = tsim_session_planner_metric_on(s, planner, m);
         row->metrics[m] = tsim_session_summary(s, planner, (tsim_metric_id)m);
     }
     for (int b = 0; b < TSIM_NOTE_KINDS; b++)
