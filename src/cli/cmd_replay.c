@@ -32,7 +32,7 @@ static void replay_help(void)
            "\n"
            "Runs planners over every record of a trace (.json, .jsonl, .jsonl.gz, .csv,\n"
            ".csv.gz, .npy, .npz, .pt, .safetensors, or a directory of Megatron router\n"
-           "traces or per-rank .pt/.npz files; see\n"
+           "traces, per-rank .pt/.npz files or TensorRT-LLM expert statistics; see\n"
            "docs/import.md) and prints the metrics of model.md per planner (means; JSON\n"
            "adds std, min, p50, p95, max).\n"
            "\n"

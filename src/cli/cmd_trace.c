@@ -152,7 +152,7 @@ static void validate_usage(void)
            "\n"
            "Reads every record of each trace (.json, .jsonl, .jsonl.gz, .csv, .csv.gz,\n"
            ".npy, .npz, .pt, .safetensors, or a directory of Megatron router traces or\n"
-           "per-rank .pt/.npz files; docs/import.md)\n"
+           "per-rank .pt/.npz files or TensorRT-LLM expert statistics; docs/import.md)\n"
            "and checks it against the trace format. Prints the number of records, the\n"
            "shape and the distribution of the initial imbalance rho_before over records.\n"
            "Stops at the first bad file with its message on stderr and exit status 2.\n"

@@ -11,7 +11,7 @@
 /* The largest tensor loaded into memory whole (maps, per-pass counts). */
 #define TSIM_PT_TENSOR_MAX ((int64_t)1 << 31)
 
-/* A directory holding *.pt (1) or *.npz (2) files, else 0. */
+/* A directory holding *.pt (1) or *.npz (2) files or meta_info.json (3, TensorRT-LLM), else 0. */
 int tsim_dir_kind(const char *path);
 /* The sorted paths of dir's files ending in suffix. */
 int tsim_dir_list(const char *dir, const char *suffix, char ***paths, size_t *n, tsim_error *err);

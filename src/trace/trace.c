@@ -62,7 +62,7 @@ int tsim_trace_format_from_path(const char *path, tsim_trace_format *fmt, tsim_e
 bool tsim_trace_format_import_only(tsim_trace_format fmt)
 {
     return fmt == TSIM_FMT_CSV || fmt == TSIM_FMT_NPY || fmt == TSIM_FMT_SAFETENSORS || fmt == TSIM_FMT_MEGATRON ||
-           fmt == TSIM_FMT_PT || fmt == TSIM_FMT_NPZ;
+           fmt == TSIM_FMT_PT || fmt == TSIM_FMT_NPZ || fmt == TSIM_FMT_TRTLLM;
 }
 
 void tsim_path_base(const char *path, char *buf, size_t cap)
@@ -489,8 +489,8 @@ int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_option
     int rc;
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        const int kind = tsim_dir_kind(path); /* per-rank .pt dumps, per-rank .npz loads, else Megatron */
-        fmt = kind == 1 ? TSIM_FMT_PT : kind == 2 ? TSIM_FMT_NPZ : TSIM_FMT_MEGATRON;
+        const int kind = tsim_dir_kind(path); /* .pt dumps, .npz loads, TensorRT-LLM statistics, else Megatron */
+        fmt = kind == 1 ? TSIM_FMT_PT : kind == 2 ? TSIM_FMT_NPZ : kind == 3 ? TSIM_FMT_TRTLLM : TSIM_FMT_MEGATRON;
     } else if ((rc = tsim_trace_format_from_path(path, &fmt, err)))
         return rc;
     if ((rc = check_format_options(path, fmt, opts, err)))
@@ -529,6 +529,8 @@ int tsim_reader_open(tsim_reader **out, const char *path, const tsim_read_option
         rc = tsim_pt_open(r, opts, err);
     else if (fmt == TSIM_FMT_NPZ)
         rc = tsim_npz_open(r, opts, err);
+    else if (fmt == TSIM_FMT_TRTLLM)
+        rc = tsim_trtllm_open(r, opts, err);
     else
         rc = tsim_jsonl_open(r, err);
     if (rc) {

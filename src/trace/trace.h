@@ -29,7 +29,8 @@ typedef enum {
     TSIM_FMT_SAFETENSORS,
     TSIM_FMT_MEGATRON,
     TSIM_FMT_PT,  /* torch.save .pt (SGLang expert-distribution dumps), or a directory of them */
-    TSIM_FMT_NPZ  /* NumPy .npz, or a directory of per-rank .npz loads */
+    TSIM_FMT_NPZ, /* NumPy .npz, or a directory of per-rank .npz loads */
+    TSIM_FMT_TRTLLM /* a TensorRT-LLM expert statistics directory (meta_info.json, rank{N}.safetensors) */
 } tsim_trace_format;
 
 /* Format from the file name: .json, .jsonl, .jsonl.gz, .csv (and .csv.gz),

@@ -189,10 +189,32 @@ int tsim_dense_finish(tsim_reader *r, int fd, const tsim_dense_spec *spec, int64
 /* "[2, 3, 4]" */
 void tsim_shape_text(char *buf, size_t cap, const int64_t *shape, int ndim);
 
+/* trace_npy.c: the one .npy header parser (also for the arrays of .npz
+ * archives). ndim may exceed 4; shape holds the first 4 dimensions. */
+typedef struct {
+    char descr[32];
+    bool fortran;
+    tsim_dtype dtype;
+    int ndim;
+    int64_t shape[4];
+    int64_t data_offset; /* the first byte of the data */
+} tsim_npy_info;
+/* Reads and checks the header of the .npy in fd (size bytes) strictly; path
+ * names it in messages ("x.npz: array 'loads'" for an archive entry). */
+int tsim_npy_read_header(const char *path, int fd, int64_t size, tsim_npy_info *nh, tsim_error *err);
+
 /* trace_npy.c, trace_safetensors.c, trace_megatron.c */
 int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
 int tsim_safetensors_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
 int tsim_megatron_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
+/* The header of a safetensors file, every tensor entry checked (dtype,
+ * shape, data_offsets inside the file, no overlaps, no gaps): *root is its
+ * JSON object (the caller deletes it), *data_start the file offset that
+ * data_offsets count from. */
+int tsim_safetensors_index(const char *path, int fd, int64_t size, cJSON **root, int64_t *data_start,
+                           tsim_error *err);
+/* trace_trtllm.c: TensorRT-LLM expert statistics (meta_info.json, rank{N}.safetensors) */
+int tsim_trtllm_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
 /* trace_pt.c, trace_npz.c: SGLang .pt dumps and NumPy .npz (files or directories) */
 int tsim_pt_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);
 int tsim_npz_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);

@@ -18,7 +18,7 @@
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
 typedef struct {
-    const tsim_reader *r;
+    const char *path; /* names the file (or the archive entry) in messages */
     const char *text;
     size_t len, p;
     size_t base; /* file offset of text[0] */
@@ -34,7 +34,7 @@ static int hdr_fail(const hdr_parser *h, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tsim_error_set(h->err, TSIM_E_INPUT, "%s: .npy header, byte %zu: %s", h->r->path, h->base + h->p, msg);
+    return tsim_error_set(h->err, TSIM_E_INPUT, "%s: .npy header, byte %zu: %s", h->path, h->base + h->p, msg);
 }
 
 static void skip_spaces(hdr_parser *h)
@@ -164,24 +164,16 @@ static int parse_dtype(const hdr_parser *h, const char *descr, tsim_dtype *dt)
         return 0;
     if (descr[0] == '>' && descr[1] && strchr("iuf", descr[1]))
         return tsim_error_set(h->err, TSIM_E_INPUT,
-                              "%s: dtype '%s' is big-endian: save it little-endian (a.astype('<%s'))", h->r->path,
+                              "%s: dtype '%s' is big-endian: save it little-endian (a.astype('<%s'))", h->path,
                               descr, descr + 1);
     return tsim_error_set(h->err, TSIM_E_INPUT,
                           "%s: dtype '%s' is not supported: expected <i4, <i8, <u4, <u8, <f4 or <f8 (a.astype('<i8'))",
-                          h->r->path, descr);
+                          h->path, descr);
 }
-
-/* What the header dict says. */
-typedef struct {
-    char descr[32];
-    bool fortran;
-    int64_t shape[4];
-    int ndim;
-} npy_header;
 
 /* The magic, the version and the header length: *pre_len bytes of preamble
  * are followed by *hlen bytes of header. */
-static int read_preamble(const tsim_reader *r, int fd, int64_t size, size_t *pre_len, uint64_t *hlen, int *major,
+static int read_preamble(const char *path, int fd, int64_t size, size_t *pre_len, uint64_t *hlen, int *major,
                          tsim_error *err)
 {
     unsigned char pre[12];
@@ -191,33 +183,33 @@ static int read_preamble(const tsim_reader *r, int fd, int64_t size, size_t *pre
     if (got < 8 || memcmp(pre, npy_magic, sizeof npy_magic) != 0) {
         if (got >= 6 && memcmp(pre, npy_magic, sizeof npy_magic) != 0)
             return tsim_error_set(err, TSIM_E_INPUT, "%s: not a NumPy .npy file (it does not start with \\x93NUMPY)",
-                                  r->path);
+                                  path);
         return tsim_error_set(err, TSIM_E_INPUT, "%s: truncated .npy file: %lld bytes, too short for the preamble",
-                              r->path, (long long)size);
+                              path, (long long)size);
     }
     *major = pre[6];
     const int minor = pre[7];
     if (*major < 1 || *major > 3 || minor != 0)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: .npy format version %d.%d is not supported (1.0, 2.0 and 3.0 are)",
-                              r->path, *major, minor);
+                              path, *major, minor);
     *pre_len = *major == 1 ? 10 : 12;
     if (got < (ssize_t)*pre_len)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: truncated .npy file: %lld bytes, too short for the preamble",
-                              r->path, (long long)size);
+                              path, (long long)size);
     *hlen = *major == 1 ? (uint64_t)pre[8] | (uint64_t)pre[9] << 8
                         : (uint64_t)pre[8] | (uint64_t)pre[9] << 8 | (uint64_t)pre[10] << 16 | (uint64_t)pre[11] << 24;
     if (*hlen > NPY_HEADER_MAX)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: .npy header of %llu bytes is above the limit of %d", r->path,
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: .npy header of %llu bytes is above the limit of %d", path,
                               (unsigned long long)*hlen, NPY_HEADER_MAX);
     if ((int64_t)(*pre_len + *hlen) > size)
         return tsim_error_set(err, TSIM_E_INPUT,
-                              "%s: truncated .npy file: the header needs %llu bytes, the file has %lld", r->path,
+                              "%s: truncated .npy file: the header needs %llu bytes, the file has %lld", path,
                               (unsigned long long)(*pre_len + *hlen), (long long)size);
     return TSIM_OK;
 }
 
 /* One "key: value" of the dict; *seen marks the keys read so far. */
-static int parse_entry(hdr_parser *h, npy_header *out, bool seen[3])
+static int parse_entry(hdr_parser *h, tsim_npy_info *out, bool seen[3])
 {
     size_t key_at = h->p;
     char key[32], b[24];
@@ -251,7 +243,7 @@ static int parse_entry(hdr_parser *h, npy_header *out, bool seen[3])
 }
 
 /* The header dict, its padding and final newline; every key present. */
-static int parse_dict(hdr_parser *h, int major, npy_header *out)
+static int parse_dict(hdr_parser *h, int major, tsim_npy_info *out)
 {
     char b[24];
     if (major < 3)
@@ -285,40 +277,37 @@ static int parse_dict(hdr_parser *h, int major, npy_header *out)
     if (h->p + 1 != h->len || h->text[h->p] != '\n')
         return hdr_fail(h, "expected space padding and a final newline after the dict, found %s", here(h, b, sizeof b));
     if (!seen[0] || !seen[1] || !seen[2])
-        return tsim_error_set(h->err, TSIM_E_INPUT, "%s: .npy header: missing key '%s'", h->r->path,
+        return tsim_error_set(h->err, TSIM_E_INPUT, "%s: .npy header: missing key '%s'", h->path,
                               !seen[0] ? "descr" : !seen[1] ? "fortran_order" : "shape");
     return 0;
 }
 
-/* Reads and parses the header; on success *dt is the dtype of the data. */
-static int read_header(tsim_reader *r, int fd, int64_t size, npy_header *nh, tsim_dtype *dt, int64_t *data_offset,
-                       tsim_error *err)
+int tsim_npy_read_header(const char *path, int fd, int64_t size, tsim_npy_info *nh, tsim_error *err)
 {
     size_t pre_len = 0;
     uint64_t hlen = 0;
     int major = 0;
-    int rc = read_preamble(r, fd, size, &pre_len, &hlen, &major, err);
+    memset(nh, 0, sizeof *nh);
+    int rc = read_preamble(path, fd, size, &pre_len, &hlen, &major, err);
     if (rc)
         return rc;
     char *text = malloc(hlen + 1);
     if (!text)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    hdr_parser h = {r, text, hlen, 0, pre_len, err};
+    hdr_parser h = {path, text, hlen, 0, pre_len, err};
     if (tsim_read_at(fd, text, hlen, (int64_t)pre_len))
-        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: read error in the .npy header", r->path);
+        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: read error in the .npy header", path);
     else
         rc = parse_dict(&h, major, nh);
     free(text);
     if (!rc)
-        rc = parse_dtype(&h, nh->descr, dt);
+        rc = parse_dtype(&h, nh->descr, &nh->dtype);
     if (!rc && nh->fortran)
         rc = tsim_error_set(err, TSIM_E_INPUT,
                             "%s: the array is in Fortran order (fortran_order: True); the reader takes C order: save "
                             "np.ascontiguousarray(a) instead",
-                            r->path);
-    if (!rc && nh->ndim > 4)
-        rc = tsim_dense_too_many_dims(r, "shape", nh->ndim, err);
-    *data_offset = (int64_t)(pre_len + hlen);
+                            path);
+    nh->data_offset = (int64_t)(pre_len + hlen);
     return rc;
 }
 
@@ -329,12 +318,16 @@ int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err
     int rc = tsim_dense_open_file(r, &fd, &size, err);
     if (rc)
         return rc;
-    npy_header nh = {.ndim = 0};
+    tsim_npy_info nh;
     tsim_dense_spec spec = {.what = ""};
-    if ((rc = read_header(r, fd, size, &nh, &spec.dtype, &spec.data_offset, err))) {
+    if (!(rc = tsim_npy_read_header(r->path, fd, size, &nh, err)) && nh.ndim > 4)
+        rc = tsim_dense_too_many_dims(r, "shape", nh.ndim, err);
+    if (rc) {
         close(fd);
         return rc;
     }
+    spec.dtype = nh.dtype;
+    spec.data_offset = nh.data_offset;
     spec.ndim = nh.ndim;
     memcpy(spec.shape, nh.shape, sizeof spec.shape);
 

@@ -114,60 +114,33 @@ typedef struct {
     int64_t data_off;
 } rank_array;
 
-/* The header of an extracted .npy: a 3-D little-endian C-order array. */
+/* The header of an extracted .npy, read by the .npy reader's parser: a 3-D
+ * little-endian C-order array whose data fills the rest of the file. */
 static int npy_header(rank_array *a, const char *name, tsim_error *err)
 {
-    unsigned char pre[12];
-    char text[4096];
-    if (pread(a->fd, pre, sizeof pre, 0) != (ssize_t)sizeof pre || memcmp(pre, "\x93NUMPY", 6) != 0 ||
-        (pre[6] != 1 && pre[6] != 2))
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: array '%s' is not a version 1 or 2 .npy", a->path, name);
-    const size_t pre_len = pre[6] == 1 ? 10 : 12;
-    const size_t hlen = pre[6] == 1 ? (size_t)(pre[8] | pre[9] << 8) : ((size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 | (size_t)pre[11] << 24);
-    if (hlen >= sizeof text || pread(a->fd, text, hlen, (off_t)pre_len) != (ssize_t)hlen)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: array '%s': .npy header too long or truncated", a->path, name);
-    text[hlen] = 0;
-    a->data_off = (int64_t)(pre_len + hlen);
-    static const struct {
-        const char *descr;
-        tsim_dtype t;
-    } known[] = {{"'<i4'", TSIM_DT_I4}, {"'<i8'", TSIM_DT_I8}, {"'<u4'", TSIM_DT_U4},
-                 {"'<u8'", TSIM_DT_U8}, {"'<f4'", TSIM_DT_F4}, {"'<f8'", TSIM_DT_F8}};
-    const char *d = strstr(text, "'descr':");
-    bool ok = false;
-    for (size_t k = 0; d && k < sizeof known / sizeof known[0]; k++)
-        if (strncmp(d + 9, known[k].descr, strlen(known[k].descr)) == 0) {
-            a->dt = known[k].t;
-            ok = true;
-        }
-    if (!ok)
-        return tsim_error_set(err, TSIM_E_INPUT,
-                              "%s: array '%s': dtype %.12s is not supported (expected <i4, <i8, <u4, <u8, <f4 or <f8)",
-                              a->path, name, d ? d + 9 : "(none)");
-    if (!strstr(text, "'fortran_order': False"))
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: array '%s' is not in C order", a->path, name);
-    const char *s = strstr(text, "'shape': (");
-    long long x, y, z;
-    if (!s || sscanf(s + 10, "%lld, %lld, %lld)", &x, &y, &z) != 3 || x < 0 || y < 0 || z < 0)
-        return tsim_error_set(err, TSIM_E_INPUT,
-                              "%s: array '%s' is not 3-D: expected [layers, forwards, physical experts]", a->path, name);
-    const char *close = strchr(s + 10, ')');
-    int commas = 0;
-    for (const char *c = s + 10; c < close; c++)
-        commas += *c == ',';
-    if (commas != 2)
-        return tsim_error_set(err, TSIM_E_INPUT,
-                              "%s: array '%s' is not 3-D: expected [layers, forwards, physical experts]", a->path, name);
-    a->shape[0] = x;
-    a->shape[1] = y;
-    a->shape[2] = z;
     struct stat st;
+    if (fstat(a->fd, &st) != 0)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: cannot stat the extracted array: %s", a->path,
+                              strerror(errno));
+    char label[4096 + 300];
+    snprintf(label, sizeof label, "%s: array '%s'", a->path, name);
+    tsim_npy_info nh;
+    int rc = tsim_npy_read_header(label, a->fd, (int64_t)st.st_size, &nh, err);
+    if (rc)
+        return rc;
+    if (nh.ndim != 3)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s is %d-D: expected 3-D [layers, forwards, physical experts]", label, nh.ndim);
+    const int64_t x = nh.shape[0], y = nh.shape[1], z = nh.shape[2];
+    a->dt = nh.dtype;
+    a->data_off = nh.data_offset;
+    memcpy(a->shape, nh.shape, sizeof a->shape);
     int64_t need = 0;
     if (x > TSIM_MAX_INDEX || y > TSIM_MAX_INDEX || z > TSIM_MAX_EXPERTS || __builtin_mul_overflow(x, y, &need) ||
-        __builtin_mul_overflow(need, z * tsim_dtype_size(a->dt), &need) || fstat(a->fd, &st) != 0 ||
+        __builtin_mul_overflow(need, z * tsim_dtype_size(a->dt), &need) ||
         (int64_t)st.st_size - a->data_off != need)
-        return tsim_error_set(err, TSIM_E_INPUT, "%s: array '%s': the data does not match shape [%lld, %lld, %lld]",
-                              a->path, name, x, y, z);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: the data does not match shape [%lld, %lld, %lld]", label,
+                              (long long)x, (long long)y, (long long)z);
     return TSIM_OK;
 }
 

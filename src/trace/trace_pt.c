@@ -33,7 +33,11 @@ int tsim_dir_kind(const char *path)
     int kind = 0;
     struct dirent *e;
     while (!kind && (e = readdir(d)) != NULL)
-        kind = ends_with(e->d_name, ".pt") ? 1 : ends_with(e->d_name, ".npz") ? 2 : 0;
+        kind = ends_with(e->d_name, ".pt")                ? 1
+               : ends_with(e->d_name, ".npz")             ? 2
+               : strcmp(e->d_name, "meta_info.json") == 0 ? 3 /* TensorRT-LLM expert statistics */
+               : strncmp(e->d_name, "rank", 4) == 0 && ends_with(e->d_name, ".safetensors") ? 3
+                                                          : 0;
     closedir(d);
     return kind;
 }

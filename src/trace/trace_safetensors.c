@@ -348,7 +348,7 @@ static int check_tensors(const tsim_reader *r, const cJSON *root, uint64_t data_
         if ((rc = check_entry(r, t, data_size, &spans[count], &shape, err)))
             break;
         count++;
-        if (strcmp(t->string, want) == 0) {
+        if (want && strcmp(t->string, want) == 0) {
             c->tensor = t;
             c->shape = shape;
         }
@@ -356,7 +356,7 @@ static int check_tensors(const tsim_reader *r, const cJSON *root, uint64_t data_
     if (!rc)
         rc = check_tiling(r, spans, count, data_size, err);
     free(spans);
-    if (!rc && !c->tensor)
+    if (!rc && want && !c->tensor)
         rc = no_such_tensor(r, root, want, count, opts, err);
     return rc;
 }
@@ -410,6 +410,25 @@ static int parse_header(tsim_reader *r, int fd, int64_t size, const tsim_read_op
     }
     cJSON_Delete(root);
     return rc;
+}
+
+int tsim_safetensors_index(const char *path, int fd, int64_t size, cJSON **root, int64_t *data_start,
+                           tsim_error *err)
+{
+    tsim_reader named = {.path = (char *)path}; /* the checks name the file through a reader */
+    uint64_t n = 0;
+    *root = NULL;
+    int rc = read_header(&named, fd, size, root, &n, err);
+    chosen_tensor c = {NULL, NULL, {0}};
+    if (!rc)
+        rc = check_tensors(&named, *root, (uint64_t)(size - 8 - (int64_t)n), NULL, NULL, &c, err);
+    if (rc) {
+        cJSON_Delete(*root);
+        *root = NULL;
+        return rc;
+    }
+    *data_start = 8 + (int64_t)n;
+    return TSIM_OK;
 }
 
 int tsim_safetensors_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err)

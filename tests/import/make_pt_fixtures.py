@@ -176,6 +176,20 @@ def malformed(d):
     evil4 = b"\x80\x04\x8c\x02os\x94\x8c\x06system\x94\x93\x94\x8c\x02id\x94\x85\x94R\x94."
     fixed_zip(os.path.join(d, "evil-stack-global.pt"), [("evil/data.pkl", evil4)])
     assert pickle.loads.__module__  # keep the import: pickle documents the opcodes above
+    # per-rank .npz loads whose second rank's .npy header has what numpy
+    # never writes (the per-rank reader once had a looser parser of its own
+    # that took these): an unknown key, and format version 1.1
+    x = counts((2, 4, 6), 9).astype(np.int32)
+    for name, magic, extra in (("npz-extra-key", b"\x93NUMPY\x01\x00", ", 'extra': 1"),
+                               ("npz-version-1-1", b"\x93NUMPY\x01\x01", "")):
+        os.makedirs(os.path.join(d, name), exist_ok=True)
+        buf = io.BytesIO()
+        np.save(buf, x)
+        fixed_zip(os.path.join(d, name, "loads_rank0.npz"), [("loads.npy", buf.getvalue())])
+        text = "{'descr': '<i4', 'fortran_order': False, 'shape': (2, 4, 6)%s, }" % extra
+        text += " " * (-(len(magic) + 2 + len(text) + 1) % 64) + "\n"
+        npy = magic + len(text).to_bytes(2, "little") + text.encode() + x.tobytes()
+        fixed_zip(os.path.join(d, name, "loads_rank1.npz"), [("loads.npy", npy)])
 
 
 def write_all(d):

@@ -1,0 +1,1 @@
+d=tests/import/trtllm; $TAOTSIM validate --rpn 8 $d/same; echo "same -> exit $?"; $TAOTSIM validate --rpn 8 $d/dispatch; echo "dispatch -> exit $?"; $TAOTSIM validate --rpn 8 --ep 2 $d/stats; echo "rebucketed -> exit $?"
