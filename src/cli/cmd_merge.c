@@ -14,6 +14,7 @@
 #include "plot.h"
 #include "replay_output.h"
 #include "report.h"
+#include "report_html.h"
 #include "shard_cli.h"
 
 #define MAX_GATES 32
@@ -47,22 +48,25 @@ static void merge_help(void)
            "  --std                studies: show ± std beside means\n"
            "  --fail-if EXPR       exit 1 when EXPR holds (names as in the merged command)\n"
            "  --plots DIR          also write gnuplot figures (PNG and SVG) into DIR\n"
+           "  --report FILE        also write the HTML page 'taotsim report' makes of the\n"
+           "                       merged result, atomically\n"
            "  -h, --help           this help\n",
            TSIM_SESSION_EXACT_RECORDS);
 }
 
-enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_STD, OPT_FAIL_IF, OPT_PLOTS };
+enum { OPT_FORMAT = 1, OPT_OUTPUT, OPT_STD, OPT_FAIL_IF, OPT_PLOTS, OPT_REPORT };
 
 static const tsim_cli_option merge_options[] = {
     {"format", 0, true, OPT_FORMAT}, {"output", 'o', true, OPT_OUTPUT}, {"std", 0, false, OPT_STD},
-    {"fail-if", 0, true, OPT_FAIL_IF}, {"plots", 0, true, OPT_PLOTS},   {0},
+    {"fail-if", 0, true, OPT_FAIL_IF}, {"plots", 0, true, OPT_PLOTS},   {"report", 0, true, OPT_REPORT},
+    {0},
 };
 
 typedef struct {
     const char **parts;
     int n_parts;
     tsim_format format;
-    const char *out_path, *plots_dir;
+    const char *out_path, *plots_dir, *report_path;
     const char *gates[MAX_GATES];
     int n_gates;
     bool show_std;
@@ -82,6 +86,9 @@ static int merge_option(void *ctx, int id, const char *val, tsim_error *err)
         return TSIM_OK;
     case OPT_PLOTS:
         a->plots_dir = val;
+        return TSIM_OK;
+    case OPT_REPORT:
+        a->report_path = val;
         return TSIM_OK;
     case OPT_FAIL_IF: {
         if (a->n_gates == MAX_GATES)
@@ -159,19 +166,27 @@ static int write_result(const char *cmd, const merge_args *a, int (*print)(FILE 
     int gate_status = gates(result, a);
     if (gate_status == TSIM_E_INPUT)
         return gate_status;
-    /* renamed into place after the plots, so a late failure leaves no -o file */
-    tsim_outfile out;
+    /* renamed into place after the plots, so a late failure leaves no -o or
+     * --report file */
+    tsim_outfile out, report = {0};
     int rc = tsim_outfile_open(&out, a->out_path, &err);
     if (!rc && !(rc = print(out.fp, result, a, &err)))
         rc = tsim_outfile_flush(&out, &err);
-    if (!rc && a->plots_dir) {
+    if (!rc && (a->plots_dir || a->report_path)) {
         cJSON *j = to_json(result);
-        rc = j ? tsim_plot_result(j, a->plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err)
-               : tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        if (!j)
+            rc = tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        if (!rc && a->plots_dir)
+            rc = tsim_plot_result(j, a->plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err);
+        if (!rc && a->report_path)
+            rc = tsim_report_write(&report, a->report_path, j, &err);
         cJSON_Delete(j);
     }
     if (!rc)
         rc = tsim_outfile_commit(&out, &err);
+    if (!rc && a->report_path)
+        rc = tsim_outfile_commit(&report, &err);
+    tsim_outfile_abort(&report);
     tsim_outfile_abort(&out);
     return rc ? tsim_cli_fail(cmd, &err) : gate_status;
 }
@@ -370,11 +385,12 @@ int tsim_cmd_merge(int argc, char **argv)
     }
     /* Before any work: the result can be written and is none of the parts;
      * a missing gnuplot fails now, not after the merge. */
-    const char *outputs[] = {a.out_path, a.plots_dir};
-    const char *flags[] = {"-o", "--plots"};
+    const char *outputs[] = {a.out_path, a.plots_dir, a.report_path};
+    const char *flags[] = {"-o", "--plots", "--report"};
     if (tsim_outfile_check_writable(a.out_path, &err) || tsim_cli_check_output_dir(a.plots_dir, "--plots", &err) ||
-        tsim_outfile_check_distinct(outputs, flags, 2, a.parts, a.n_parts, &err) ||
-        (a.plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err))) {
+        tsim_outfile_check_distinct(outputs, flags, 3, a.parts, a.n_parts, &err) ||
+        (a.plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err)) ||
+        tsim_report_check(a.report_path, &err)) {
         free(a.parts);
         return tsim_cli_fail(cmd, &err);
     }

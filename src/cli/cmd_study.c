@@ -19,6 +19,7 @@
 #include "parse.h"
 #include "plot.h"
 #include "report.h"
+#include "report_html.h"
 
 #define MAX_GATES 32
 
@@ -48,6 +49,8 @@ static void common_help(study_kind k)
            "                       names: [KEY.]PLANNER.METRIC.STAT (KEY: a grid cell, e.g. ep16.imb70;\n"
            "                       without KEY the mean over the planner's cells); repeatable\n"
            "  --plots DIR          also write gnuplot figures (PNG and SVG) into DIR\n"
+           "  --report FILE        also write the HTML page 'taotsim report' makes of the\n"
+           "                       result (tables and SVG figures inline), atomically\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
            "  -h, --help           this help\n\n");
@@ -308,6 +311,7 @@ static const struct {
     {"step-model", 0, false, ONLY(STUDY_SCALING)},
     {"fail-if", 0, true, ALL_STUDIES},
     {"plots", 0, true, ALL_STUDIES},
+    {"report", 0, true, ALL_STUDIES},
     {"format", 0, true, ALL_STUDIES},
     {"output", 'o', true, ALL_STUDIES},
     {"traces", 0, true, ONLY(STUDY_TABLE1)},
@@ -373,7 +377,7 @@ typedef struct {
     study_kind kind;
     tsim_study_config *c;
     tsim_format format;
-    const char *out_path, *plots_dir;
+    const char *out_path, *plots_dir, *report_path;
     const char *gates[MAX_GATES];
     int n_gates;
     bool show_std;
@@ -432,6 +436,8 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
         a->out_path = val;
     else if (strcmp(name, "plots") == 0)
         a->plots_dir = val;
+    else if (strcmp(name, "report") == 0)
+        a->report_path = val;
     else if (strcmp(name, "fail-if") == 0) {
         if (a->n_gates == MAX_GATES)
             return tsim_error_set(err, TSIM_E_INPUT, "at most %d --fail-if expressions", MAX_GATES);
@@ -479,7 +485,7 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
     if (parsed)
         return parsed;
     const tsim_format format = a.format;
-    const char *out_path = a.out_path, *plots_dir = a.plots_dir;
+    const char *out_path = a.out_path, *plots_dir = a.plots_dir, *report_path = a.report_path;
     const char *const *gates = a.gates;
     const int n_gates = a.n_gates;
     const bool show_std = a.show_std;
@@ -489,18 +495,21 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
         if (a.format_given && format != TSIM_FORMAT_JSON)
             return tsim_cli_usage_error(cmd, "--shard writes a partial result (JSON) for 'taotsim merge': "
                                              "give --format md|csv to the merge");
-        if (n_gates || plots_dir || show_std)
+        if (n_gates || plots_dir || report_path || show_std)
             return tsim_cli_usage_error(cmd, "--%s goes on 'taotsim merge', which sees the whole result",
-                                        n_gates ? "fail-if" : plots_dir ? "plots" : "std");
+                                        n_gates      ? "fail-if"
+                                        : plots_dir  ? "plots"
+                                        : report_path ? "report"
+                                                      : "std");
     }
     {
         /* Before any work: every output can be written, none is the trace
          * or another output (exit 2 must leave nothing written). */
-        const char *outputs[] = {out_path, plots_dir};
-        const char *flags[] = {"-o", "--plots"};
+        const char *outputs[] = {out_path, plots_dir, report_path};
+        const char *flags[] = {"-o", "--plots", "--report"};
         const char *inputs[] = {kind == STUDY_SWEEP ? c.trace : NULL};
         if (tsim_outfile_check_writable(out_path, &err) || tsim_cli_check_output_dir(plots_dir, "--plots", &err) ||
-            tsim_outfile_check_distinct(outputs, flags, 2, inputs, 1, &err))
+            tsim_outfile_check_distinct(outputs, flags, 3, inputs, 1, &err) || tsim_report_check(report_path, &err))
             return tsim_cli_fail(cmd, &err);
         /* a missing gnuplot fails before the work, not after it */
         if (plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err))
@@ -569,20 +578,27 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
         tsim_study_free(&study);
         return gate_status;
     }
-    /* The result is renamed into place only after the plots are drawn, so
-     * a late failure there leaves no -o file behind. */
-    tsim_outfile out;
+    /* The result and the report are renamed into place only after the plots
+     * are drawn, so a late failure there leaves neither file behind. */
+    tsim_outfile out, report = {0};
     rc = tsim_outfile_open(&out, out_path, &err);
     if (!rc && !(rc = tsim_study_print(out.fp, &study, format, show_std, &err)))
         rc = tsim_outfile_flush(&out, &err);
-    if (!rc && plots_dir) {
+    if (!rc && (plots_dir || report_path)) {
         cJSON *j = tsim_study_json(&study);
-        rc = j ? tsim_plot_result(j, plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err)
-               : tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        if (!j)
+            rc = tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        if (!rc && plots_dir)
+            rc = tsim_plot_result(j, plots_dir, TSIM_PLOT_PNG | TSIM_PLOT_SVG, stderr, &err);
+        if (!rc && report_path)
+            rc = tsim_report_write(&report, report_path, j, &err);
         cJSON_Delete(j);
     }
     if (!rc)
         rc = tsim_outfile_commit(&out, &err);
+    if (!rc && report_path)
+        rc = tsim_outfile_commit(&report, &err);
+    tsim_outfile_abort(&report);
     tsim_outfile_abort(&out);
     tsim_study_free(&study);
     return rc ? tsim_cli_fail(cmd, &err) : gate_status;
