@@ -6,7 +6,8 @@
 #include "sort.h"
 
 const char *const tsim_metric_names[TSIM_M_COUNT] = {
-    "rho_before", "rho_after", "improve_pp", "intra", "inter", "weighted",
+    "rho_before", "rho_after", "balancedness_before", "balancedness_after", "improve_pp", "intra", "inter",
+    "weighted",
     "offloaded", "traffic_inter_before", "traffic_inter_after", "plan_ns", "step_ms", "speedup",
     "rehomed_intra", "rehomed_inter",
 };
@@ -75,6 +76,19 @@ double tsim_imbalance(const int64_t *load, int ranks)
         return 0.0;
     double mean = (double)total / (double)ranks;
     return ((double)max - mean) / mean;
+}
+
+double tsim_balancedness(const int64_t *load, int ranks)
+{
+    int64_t total = 0, max = 0;
+    for (int r = 0; r < ranks; r++) {
+        total += load[r];
+        if (load[r] > max)
+            max = load[r];
+    }
+    if (max == 0)
+        return 0.0;
+    return (double)total / (double)ranks / (double)max;
 }
 
 #define REJECT(...)                                                                                         \
@@ -352,6 +366,8 @@ int tsim_evaluate_placed(tsim_evaluator *ev, const tsim_record *rec, const tsim_
         count_rehomed(t, &c, previous, &rehomed_intra, &rehomed_inter);
         out->v[TSIM_M_RHO_BEFORE] = tsim_imbalance(ev->load_before, R);
         out->v[TSIM_M_RHO_AFTER] = tsim_imbalance(ev->load_after, R);
+        out->v[TSIM_M_BALANCEDNESS_BEFORE] = tsim_balancedness(ev->load_before, R);
+        out->v[TSIM_M_BALANCEDNESS_AFTER] = tsim_balancedness(ev->load_after, R);
         out->v[TSIM_M_IMPROVE_PP] = 100.0 * (out->v[TSIM_M_RHO_AFTER] - out->v[TSIM_M_RHO_BEFORE]);
         out->v[TSIM_M_INTRA] = (double)intra;
         out->v[TSIM_M_INTER] = (double)inter;

@@ -14,6 +14,10 @@
 typedef enum {
     TSIM_M_RHO_BEFORE,
     TSIM_M_RHO_AFTER,
+    /* mean load / max load over ranks (1 = even, 0 for an empty record): the
+     * form vLLM and SGLang log, beside rho. */
+    TSIM_M_BALANCEDNESS_BEFORE,
+    TSIM_M_BALANCEDNESS_AFTER,
     TSIM_M_IMPROVE_PP,
     TSIM_M_INTRA,
     TSIM_M_INTER,
@@ -61,6 +65,8 @@ void tsim_evaluator_free(tsim_evaluator *ev);
 /* Native loads and rho_before of a record (no plan). */
 void tsim_native_loads(const tsim_topology *topo, const tsim_record *rec, int64_t *load);
 double tsim_imbalance(const int64_t *load, int ranks);
+/* mean / max of the loads; 0 when every load is 0 (vLLM's convention). */
+double tsim_balancedness(const int64_t *load, int ranks);
 
 /* Checks the plan against every rule of model.md and fills all metrics but
  * plan_ns, step_ms and speedup (left 0). On a broken rule returns TSIM_E_INTERNAL with a message

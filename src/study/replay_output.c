@@ -79,10 +79,10 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
     }
     /* The rehomed columns sit beside weighted (not inside it, eplb.md 1.2) and
      * appear only when some plan re-homed, so other tables keep their bytes. */
-    enum { MAX_COLS = 16 };
-    const char *headers[MAX_COLS] = {"planner", "records", "rho before %", "rho after %", "improve pp",
-                                     "intra",   "inter",   "weighted"};
-    int ncols = 8;
+    enum { MAX_COLS = 24 };
+    const char *headers[MAX_COLS] = {"planner",    "records", "rho before %", "rho after %", "balancedness before",
+                                     "balancedness after", "improve pp", "intra", "inter", "weighted"};
+    int ncols = 10;
     if (s->rehoming) {
         headers[ncols++] = "rehomed intra";
         headers[ncols++] = "rehomed inter";
@@ -105,11 +105,13 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
         snprintf(c[1], sizeof c[1], "%lld", (long long)s->results[p].records);
         fmt(c[2], sizeof c[2], 100.0 * mean_of(s, p, TSIM_M_RHO_BEFORE), 2);
         fmt(c[3], sizeof c[3], 100.0 * mean_of(s, p, TSIM_M_RHO_AFTER), 2);
-        fmt(c[4], sizeof c[4], mean_of(s, p, TSIM_M_IMPROVE_PP), 2);
-        fmt(c[5], sizeof c[5], mean_of(s, p, TSIM_M_INTRA), 2);
-        fmt(c[6], sizeof c[6], mean_of(s, p, TSIM_M_INTER), 2);
-        fmt(c[7], sizeof c[7], mean_of(s, p, TSIM_M_WEIGHTED), 2);
-        int k = 8;
+        fmt(c[4], sizeof c[4], mean_of(s, p, TSIM_M_BALANCEDNESS_BEFORE), 4);
+        fmt(c[5], sizeof c[5], mean_of(s, p, TSIM_M_BALANCEDNESS_AFTER), 4);
+        fmt(c[6], sizeof c[6], mean_of(s, p, TSIM_M_IMPROVE_PP), 2);
+        fmt(c[7], sizeof c[7], mean_of(s, p, TSIM_M_INTRA), 2);
+        fmt(c[8], sizeof c[8], mean_of(s, p, TSIM_M_INTER), 2);
+        fmt(c[9], sizeof c[9], mean_of(s, p, TSIM_M_WEIGHTED), 2);
+        int k = 10;
         if (s->rehoming) {
             fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_REHOMED_INTRA), 2);
             fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_REHOMED_INTER), 2);
@@ -144,8 +146,9 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
  * when some plan re-homed, then plan_ns when timed. */
 static int per_record_columns(const tsim_session *s, int *metrics)
 {
-    static const int base[] = {TSIM_M_RHO_BEFORE, TSIM_M_RHO_AFTER, TSIM_M_IMPROVE_PP,
-                               TSIM_M_INTRA,      TSIM_M_INTER,     TSIM_M_WEIGHTED};
+    static const int base[] = {TSIM_M_RHO_BEFORE, TSIM_M_RHO_AFTER, TSIM_M_BALANCEDNESS_BEFORE,
+                               TSIM_M_BALANCEDNESS_AFTER, TSIM_M_IMPROVE_PP, TSIM_M_INTRA,
+                               TSIM_M_INTER, TSIM_M_WEIGHTED};
     static const int traffic[] = {TSIM_M_OFFLOADED, TSIM_M_TRAFFIC_INTER_BEFORE, TSIM_M_TRAFFIC_INTER_AFTER};
     int n = 0;
     for (size_t k = 0; k < sizeof base / sizeof base[0]; k++)

@@ -186,9 +186,9 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
     /* The last two only when some row re-homed. */
     const char *h[] = {"EP",    "init",  "measured init %", "method", "improve pp", "paper",
                        "Δ",     "weighted", "paper", "Δ", "intra", "paper", "Δ", "inter", "paper", "Δ",
-                       "rehomed intra", "rehomed inter"};
+                       "balancedness before", "balancedness after", "rehomed intra", "rehomed inter"};
     const bool rehomed = any_rehomed(s);
-    const int ncols = rehomed ? 18 : 16;
+    const int ncols = rehomed ? 20 : 18;
     /* The paper measured K = 2 and λ = 3: beside any other setting its values
      * are not comparable, so they are left out (and the note says why). */
     const bool comparable = tsim_study_paper_comparable(s);
@@ -203,7 +203,7 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
         return -1;
     for (int i = 0; i < s->n; i++) {
         const tsim_study_row *r = &s->rows[i];
-        char c[18][CELL];
+        char c[20][CELL];
         snprintf(c[0], CELL, "%d", r->ep);
         snprintf(c[1], CELL, "%d%%", (int)lround(r->imbalance * 100));
         snprintf(c[3], CELL, "%s", r->planner);
@@ -215,11 +215,13 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
             snprintf(c[2], CELL, "-");
             for (int k = 4; k < 16; k++)
                 snprintf(c[k], CELL, k % 3 == 1 ? "n/a" : "");
-            snprintf(c[16], CELL, "n/a");
-            snprintf(c[17], CELL, "n/a");
+            for (int k = 16; k < 20; k++)
+                snprintf(c[k], CELL, "n/a");
         } else {
-            ours(c[16], &r->metrics[TSIM_M_REHOMED_INTRA], 1.0, 1, show_std);
-            ours(c[17], &r->metrics[TSIM_M_REHOMED_INTER], 1.0, 1, show_std);
+            ours(c[16], &r->metrics[TSIM_M_BALANCEDNESS_BEFORE], 1.0, 3, show_std);
+            ours(c[17], &r->metrics[TSIM_M_BALANCEDNESS_AFTER], 1.0, 3, show_std);
+            ours(c[18], &r->metrics[TSIM_M_REHOMED_INTRA], 1.0, 1, show_std);
+            ours(c[19], &r->metrics[TSIM_M_REHOMED_INTER], 1.0, 1, show_std);
             num(c[2], 100 * r->metrics[TSIM_M_RHO_BEFORE].mean, 1);
             for (int q = 0; q < 4; q++) {
                 int dec = q == 0 ? 1 : 1;
@@ -293,31 +295,32 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
 
 static int print_ablation(FILE *out, const tsim_study *s)
 {
-    const char *h[] = {"flow hint", "comm cost", "final imbalance %", "paper", "intra", "paper",
+    const char *h[] = {"flow hint", "comm cost", "final imbalance %", "paper", "final balancedness", "intra", "paper",
                        "inter",     "paper",     "weighted",          "paper"};
     tsim_table t;
-    if (tsim_table_init(&t, 10, h))
+    if (tsim_table_init(&t, 11, h))
         return -1;
     for (int i = 0; i < s->n; i++) {
         const tsim_study_row *r = &s->rows[i];
-        char c[10][CELL];
+        char c[11][CELL];
         snprintf(c[0], CELL, "%s", r->flow_hint ? "on" : "off");
         snprintf(c[1], CELL, "%s", r->comm_cost ? "on" : "off");
         tsim_paper_ablation pa;
         bool have = tsim_paper_table2(r->flow_hint, r->comm_cost, &pa);
         ours(c[2], &r->metrics[TSIM_M_RHO_AFTER], 100.0, 2, true);
-        ours(c[4], &r->metrics[TSIM_M_INTRA], 1.0, 2, true);
-        ours(c[6], &r->metrics[TSIM_M_INTER], 1.0, 2, true);
-        ours(c[8], &r->metrics[TSIM_M_WEIGHTED], 1.0, 2, true);
+        ours(c[4], &r->metrics[TSIM_M_BALANCEDNESS_AFTER], 1.0, 4, true);
+        ours(c[5], &r->metrics[TSIM_M_INTRA], 1.0, 2, true);
+        ours(c[7], &r->metrics[TSIM_M_INTER], 1.0, 2, true);
+        ours(c[9], &r->metrics[TSIM_M_WEIGHTED], 1.0, 2, true);
         if (have) {
             snprintf(c[3], CELL, "%.2f ± %.2f", 100 * pa.rho_after, 100 * pa.rho_after_std);
-            snprintf(c[5], CELL, "%.2f ± %.2f", pa.intra, pa.intra_std);
-            snprintf(c[7], CELL, "%.2f ± %.2f", pa.inter, pa.inter_std);
-            snprintf(c[9], CELL, "%.2f ± %.2f", pa.weighted, pa.weighted_std);
+            snprintf(c[6], CELL, "%.2f ± %.2f", pa.intra, pa.intra_std);
+            snprintf(c[8], CELL, "%.2f ± %.2f", pa.inter, pa.inter_std);
+            snprintf(c[10], CELL, "%.2f ± %.2f", pa.weighted, pa.weighted_std);
         } else
-            for (int k = 3; k <= 9; k += 2)
+            for (int k = 3; k <= 10; k += k == 3 ? 3 : 2)
                 snprintf(c[k], CELL, "(not in paper)");
-        add_row(&t, c, 10);
+        add_row(&t, c, 11);
     }
     const tsim_study_row *r0 = s->n ? &s->rows[0] : NULL;
     fprintf(out, "# TAOT ablation (paper's Table 2): EP%d, %.0f%% initial imbalance, mean ± std over %d seeds\n\n",
@@ -363,13 +366,14 @@ static int print_sweep(FILE *out, const tsim_study *s)
         fprintf(out, ".\n");
     }
     for (int a = 0; a < nlp; a++) {
-        const char *h[6 + TSIM_STUDY_LIST_MAX];
+        const char *h[7 + TSIM_STUDY_LIST_MAX];
         char hb[TSIM_STUDY_LIST_MAX][32];
         h[0] = "planner";
         h[1] = "rho after %";
-        h[2] = "intra";
-        h[3] = "inter";
-        int nh = 4;
+        h[2] = "balancedness after";
+        h[3] = "intra";
+        h[4] = "inter";
+        int nh = 5;
         if (rehomed) {
             h[nh++] = "rehomed intra";
             h[nh++] = "rehomed inter";
@@ -396,11 +400,12 @@ static int print_sweep(FILE *out, const tsim_study *s)
                 continue;
             }
             num(c[1], 100 * r->metrics[TSIM_M_RHO_AFTER].mean, 2);
-            num(c[2], r->metrics[TSIM_M_INTRA].mean, 2);
-            num(c[3], r->metrics[TSIM_M_INTER].mean, 2);
+            num(c[2], r->metrics[TSIM_M_BALANCEDNESS_AFTER].mean, 4);
+            num(c[3], r->metrics[TSIM_M_INTRA].mean, 2);
+            num(c[4], r->metrics[TSIM_M_INTER].mean, 2);
             if (rehomed) {
-                num(c[4], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
-                num(c[5], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);
+                num(c[5], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
+                num(c[6], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);
             }
             int col = first_eval;
             for (int k = 0; k < s->n && col < nh; k++) {
@@ -461,8 +466,9 @@ static int print_scaling(FILE *out, const tsim_study *s)
         }
     fprintf(out, "# Scaling: one axis at a time around the base point (generated traces)\n");
     for (int a = 0; a < 3; a++) {
-        const char *h[14] = {"EP", "init", "K", "planner", "rho before %", "rho after %", "intra", "inter", "weighted"};
-        int nh = 9;
+        const char *h[16] = {"EP",          "init",  "K",     "planner", "rho before %", "rho after %", "balancedness before",
+                             "balancedness after", "intra", "inter", "weighted"};
+        int nh = 11;
         if (rehomed) {
             h[nh++] = "rehomed intra";
             h[nh++] = "rehomed inter";
@@ -481,7 +487,7 @@ static int print_scaling(FILE *out, const tsim_study *s)
             const tsim_study_row *r = &s->rows[i];
             if (!r->axis || strcmp(r->axis, axes[a]) != 0)
                 continue;
-            char c[14][CELL];
+            char c[16][CELL];
             snprintf(c[0], CELL, "%d", r->ep);
             snprintf(c[1], CELL, "%d%%", (int)lround(r->imbalance * 100));
             snprintf(c[2], CELL, "%d", r->slots);
@@ -492,10 +498,12 @@ static int print_scaling(FILE *out, const tsim_study *s)
             } else {
                 num(c[4], 100 * r->metrics[TSIM_M_RHO_BEFORE].mean, 2);
                 num(c[5], 100 * r->metrics[TSIM_M_RHO_AFTER].mean, 2);
-                num(c[6], r->metrics[TSIM_M_INTRA].mean, 2);
-                num(c[7], r->metrics[TSIM_M_INTER].mean, 2);
-                num(c[8], r->metrics[TSIM_M_WEIGHTED].mean, 2);
-                int k = 9;
+                num(c[6], r->metrics[TSIM_M_BALANCEDNESS_BEFORE].mean, 4);
+                num(c[7], r->metrics[TSIM_M_BALANCEDNESS_AFTER].mean, 4);
+                num(c[8], r->metrics[TSIM_M_INTRA].mean, 2);
+                num(c[9], r->metrics[TSIM_M_INTER].mean, 2);
+                num(c[10], r->metrics[TSIM_M_WEIGHTED].mean, 2);
+                int k = 11;
                 if (rehomed) {
                     num(c[k++], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
                     num(c[k++], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);

@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners none,taot --fail-if 'taot.balancedness_after.min < 0.99 || none.balancedness_before.mean > 0.9' -o $TMP/out.md; s=$?; test -e $TMP/out.md && echo written; exit $s
