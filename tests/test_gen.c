@@ -1193,3 +1193,39 @@ Test(gen, threads_give_the_same_records)
         free(one);
     }
 }
+
+/* --hot-move N: the hotspot of microbatch m sits on rank (m / N) mod R, and
+ * records before the first move are those of a hotspot that never moves. */
+Test(gen, hot_move_walks_the_hotspot_one_rank_per_period)
+{
+    tsim_gen_params p = small_params();
+    p.experts = 64;
+    p.ep = 8;
+    p.layers = 1;
+    p.microbatches = 20;
+    p.hot_fraction = 0.2;
+    p.hot_move = 2;
+    const int64_t n = tsim_gen_record_count(&p);
+    int64_t *moving = malloc(sizeof *moving * (size_t)(n * p.ep));
+    int64_t *still = malloc(sizeof *still * (size_t)(n * p.ep));
+    cr_assert(moving && still);
+    rank_loads(&p, moving);
+    p.hot_move = 0;
+    rank_loads(&p, still);
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t *l = moving + i * p.ep;
+        const int hot = (int)((i / 2) % p.ep);
+        for (int r = 0; r < p.ep; r++)
+            if (r != hot)
+                cr_assert_gt(l[hot], l[r], "microbatch %lld: rank %d (%lld) not below hot rank %d (%lld)",
+                             (long long)i, r, (long long)l[r], hot, (long long)l[hot]);
+        if (i < 2)
+            cr_assert_arr_eq(l, still + i * p.ep, sizeof *l * (size_t)p.ep);
+    }
+    p.hot_move = -1;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gen_params_check(&p, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "--hot-move -1 is negative");
+    free(moving);
+    free(still);
+}

@@ -59,6 +59,9 @@ static void usage(FILE *out)
             "                         (default %g)\n"
             "  --drift D              popularity drift per microbatch in 0..1: 0 frozen,\n"
             "                         1 redrawn each time (default %g)\n"
+            "  --hot-move N           every N microbatches the hotspot moves on by one\n"
+            "                         rank (rank r's hot experts become rank r+1's,\n"
+            "                         wrapping around); 0 never moves it (default 0)\n"
             "  --seed S               random seed, 0..2^53-1 (default %llu)\n"
             "  -j N                   threads sampling the source ranks; the bytes are the\n"
             "                         same at any N (default 1)\n"
@@ -115,7 +118,7 @@ static void on_progress(void *ctx, int trial, int64_t done, int64_t total)
 enum {
     OPT_OUTPUT = 1, OPT_EXPERTS, OPT_EP, OPT_RPN, OPT_RANKS_PER_NODE, OPT_TOPK, OPT_TOKENS, OPT_MICROBATCHES,
     OPT_LAYERS, OPT_HOT_RANKS, OPT_HOT_EXPERTS, OPT_HOT_SKEW, OPT_IMBALANCE, OPT_HOT_FRACTION, OPT_CONCENTRATION,
-    OPT_DRIFT, OPT_SEED, OPT_JOBS, OPT_GZIP_LEVEL, OPT_PROGRESS,
+    OPT_DRIFT, OPT_HOT_MOVE, OPT_SEED, OPT_JOBS, OPT_GZIP_LEVEL, OPT_PROGRESS,
 };
 
 static const tsim_cli_option gen_options[] = {
@@ -135,6 +138,7 @@ static const tsim_cli_option gen_options[] = {
     {"hot-fraction", 0, true, OPT_HOT_FRACTION},
     {"concentration", 0, true, OPT_CONCENTRATION},
     {"drift", 0, true, OPT_DRIFT},
+    {"hot-move", 0, true, OPT_HOT_MOVE},
     {"seed", 0, true, OPT_SEED},
     {"jobs", 'j', true, OPT_JOBS},
     {"gzip-level", 0, true, OPT_GZIP_LEVEL},
@@ -196,6 +200,8 @@ static int gen_option(void *ctx, int id, const char *value, tsim_error *err)
         return tsim_parse_double(value, 1e-3, 1e9, &p->concentration, name, err);
     case OPT_DRIFT:
         return tsim_parse_double(value, 0.0, 1.0, &p->drift, name, err);
+    case OPT_HOT_MOVE:
+        return tsim_parse_int(value, 0, TSIM_GEN_MAX_RECORDS, &p->hot_move, name, err);
     case OPT_SEED: {
         int64_t seed;
         int rc = tsim_parse_int64(value, 0, (int64_t)TSIM_GEN_MAX_SEED, &seed, name, err);

@@ -16,6 +16,7 @@ int tsim_cmd_table1(int argc, char **argv);    /* cmd_study.c */
 int tsim_cmd_ablation(int argc, char **argv);  /* cmd_study.c */
 int tsim_cmd_sweep(int argc, char **argv);     /* cmd_study.c */
 int tsim_cmd_scaling(int argc, char **argv);   /* cmd_study.c */
+int tsim_cmd_advise(int argc, char **argv);   /* cmd_advise.c */
 int tsim_cmd_fit(int argc, char **argv);       /* cmd_fit.c */
 int tsim_cmd_merge(int argc, char **argv);     /* cmd_merge.c */
 int tsim_cmd_planners(int argc, char **argv);  /* cmd_planners.c */

@@ -27,6 +27,7 @@ static const command commands[] = {
     {"ablation", tsim_cmd_ablation, "the paper's Table 2: TAOT flow hint x communication cost"},
     {"sweep", tsim_cmd_sweep, "lambda_plan x lambda_eval grid and break-even lambda"},
     {"scaling", tsim_cmd_scaling, "EP size, imbalance and guest-slot sweeps on generated traces"},
+    {"advise", tsim_cmd_advise, "which K, rebalance interval and history reach a target balance (Pareto set)"},
     {"fit", tsim_cmd_fit, "which generator regime reproduces the paper's Table 1"},
     {"vector", tsim_cmd_vector, "run a planner on test-vector files and print the plans ('got')"},
     {"bench", tsim_cmd_bench, "planner latency and trace read throughput"},

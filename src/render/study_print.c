@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "advise_print.h"
 #include "experiments.h"
 #include "paper.h"
 
@@ -539,6 +540,8 @@ static int print_scaling(FILE *out, const tsim_study *s)
 int tsim_study_print(FILE *out, const tsim_study *s, tsim_format fmt, bool show_std, tsim_error *err)
 {
     int rc = 0;
+    if (strcmp(s->study, "advise") == 0 && fmt != TSIM_FORMAT_JSON) /* its own tables (advise_print.c) */
+        return tsim_advise_print(out, s, fmt, err);
     if (fmt == TSIM_FORMAT_JSON) {
         cJSON *j = tsim_study_json(s);
         rc = j ? tsim_json_print(out, j) : -1;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "advise.h"
 #include "clock.h"
 #include "grid.h"
 #include "paper.h"
@@ -782,6 +783,8 @@ int tsim_study_finish(tsim_study *s, tsim_error *err)
         return ablation_finish(s, err);
     if (strcmp(s->study, "sweep") == 0)
         return sweep_finish(s, err);
+    if (strcmp(s->study, "advise") == 0)
+        return tsim_advise_finish(s, err);
     /* table1 on a fitted regime (fit.c) has no paper lambda* to set beside */
     if (strcmp(s->study, "table1") == 0 && !cJSON_GetObjectItemCaseSensitive(s->params, "regime"))
         return table1_finish(s, err);

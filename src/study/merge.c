@@ -478,7 +478,7 @@ void tsim_partial_free(tsim_partial *p)
 }
 
 /* The study names a partial may carry, as the static strings tsim_study uses. */
-static const char *const known_studies[] = {"replay", "table1", "ablation", "sweep", "scaling"};
+static const char *const known_studies[] = {"replay", "table1", "ablation", "sweep", "scaling", "advise"};
 
 int tsim_partial_load(tsim_partial *p, const char *path, tsim_error *err)
 {

@@ -123,6 +123,8 @@ int tsim_gen_params_check(const tsim_gen_params *p, tsim_error *err)
         return tsim_error_set(err, TSIM_E_INPUT, "--concentration %g is out of range 0.001..1e9", p->concentration);
     if (!(p->drift >= 0.0 && p->drift <= 1.0))
         return tsim_error_set(err, TSIM_E_INPUT, "--drift %g is out of range 0..1", p->drift);
+    if (p->hot_move < 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "--hot-move %d is negative", p->hot_move);
     switch (p->hot_placement) {
     case TSIM_HOT_FIRST:
         if (p->hot_ranks < 1 || p->hot_ranks > p->ep)
@@ -315,7 +317,7 @@ bool tsim_gen_same_records(const tsim_gen_params *a, const tsim_gen_params *b)
     if (a->experts != b->experts || a->ep != b->ep || a->ranks_per_node != b->ranks_per_node ||
         a->topk != b->topk || a->tokens != b->tokens || a->microbatches != b->microbatches ||
         a->layers != b->layers || a->concentration != b->concentration || a->drift != b->drift ||
-        a->seed != b->seed || tsim_gen_hot_tokens(a) != tsim_gen_hot_tokens(b) ||
+        a->hot_move != b->hot_move || a->seed != b->seed || tsim_gen_hot_tokens(a) != tsim_gen_hot_tokens(b) ||
         tsim_gen_hot_experts_per_rank(a) != tsim_gen_hot_experts_per_rank(b))
         return false;
     const int na = tsim_gen_hot_rank_list(a, NULL), nb = tsim_gen_hot_rank_list(b, NULL);
@@ -578,6 +580,7 @@ struct tsim_gen {
     alias_table hot;    /* over the hot set (used when m >= k) */
     int32_t *all_experts; /* 0..E-1 */
     int32_t *hot_experts; /* [m] */
+    int32_t *hot_start;   /* [m]: the hot experts of microbatch 0 (--hot-move shifts them) */
     double *hot_factor;   /* [m]: (j + 1)^-S of each hot expert; NULL when S = 0 */
     double *hot_weight;   /* [E]: w_e for the hot experts (only with hot_factor) */
     sampler *samplers;  /* [threads]: one per thread sampling source ranks */
@@ -676,6 +679,7 @@ void tsim_gen_close(tsim_gen *g)
     alias_free(&g->hot);
     free(g->all_experts);
     free(g->hot_experts);
+    free(g->hot_start);
     free(g->hot_factor);
     free(g->hot_weight);
     pool_stop(g);
@@ -732,6 +736,7 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
     g->pop = malloc(sizeof *g->pop * (size_t)E);
     g->all_experts = malloc(sizeof *g->all_experts * (size_t)E);
     g->hot_experts = malloc(sizeof *g->hot_experts * (size_t)m);
+    g->hot_start = malloc(sizeof *g->hot_start * (size_t)m);
     g->threads = p->threads > 1 ? (p->threads < p->ep ? p->threads : p->ep) : 1;
     g->samplers = calloc((size_t)g->threads, sizeof *g->samplers);
     bool stamps = g->samplers != NULL;
@@ -743,7 +748,7 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
         g->hot_factor = malloc(sizeof *g->hot_factor * (size_t)m);
         g->hot_weight = calloc((size_t)E, sizeof *g->hot_weight);
     }
-    if (!g->pop_rng || !g->gammas || !g->pop || !g->all_experts || !g->hot_experts || !stamps ||
+    if (!g->pop_rng || !g->gammas || !g->pop || !g->all_experts || !g->hot_experts || !g->hot_start || !stamps ||
         !g->load || alias_alloc(&g->base, E) || alias_alloc(&g->hot, m) ||
         (skewed && (!g->hot_factor || !g->hot_weight))) {
         free(hot_ranks);
@@ -762,6 +767,7 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
         }
     }
     free(hot_ranks);
+    memcpy(g->hot_start, g->hot_experts, sizeof *g->hot_start * (size_t)m);
     if (g->threads > 1 && pool_start(g)) {
         tsim_gen_close(g);
         return tsim_error_set(err, TSIM_E_INTERNAL, "could not start %d generator threads", g->threads);
@@ -961,6 +967,18 @@ static void pool_run(tsim_gen *g, int64_t record)
     pthread_mutex_unlock(&pl->mu);
 }
 
+/* --hot-move: the hotspot of a microbatch sits (microbatch / N) ranks past
+ * where it started, wrapping around, so layouts learnt from history go stale. */
+static void place_hotspot(tsim_gen *g, int64_t microbatch)
+{
+    if (g->p.hot_move <= 0)
+        return;
+    const int E = g->p.experts, hpr = E / g->p.ep;
+    const int64_t shift = (microbatch / g->p.hot_move) % g->p.ep * hpr;
+    for (int i = 0; i < g->hot.n; i++)
+        g->hot_experts[i] = (int32_t)((g->hot_start[i] + shift) % E);
+}
+
 int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
 {
     const int L = g->p.layers;
@@ -970,6 +988,7 @@ int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
     const int64_t microbatch = index / L;
     const int layer = (int)(index % L);
     next_popularity(g, microbatch, layer);
+    place_hotspot(g, microbatch);
     alias_build(&g->base, g->all_experts, g->pop);
     if (g->hot_factor) {
         for (int i = 0; i < g->hot.n; i++)
@@ -1194,6 +1213,8 @@ cJSON *tsim_gen_meta(const tsim_gen_params *p, const tsim_gen_calibration *cal, 
         ok = ok && cJSON_AddNumberToObject(gen, "hot_experts", tsim_gen_hot_experts_per_rank(p)) &&
              cJSON_AddNumberToObject(gen, "hot_skew", p->hot_skew);
     }
+    if (ok && p->hot_move > 0) /* absent when 0, so older traces keep their bytes */
+        ok = cJSON_AddNumberToObject(gen, "hot_move", p->hot_move) != NULL;
     ok = ok && cJSON_AddNumberToObject(gen, "hot_fraction", p->hot_fraction) &&
          cJSON_AddNumberToObject(gen, "hot_tokens_per_record", (double)tsim_gen_hot_tokens(p)) &&
          cJSON_AddNumberToObject(gen, "imbalance_achieved", achieved);

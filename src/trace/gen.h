@@ -55,6 +55,7 @@ typedef struct {
     int hot_experts;      /* M: the hotspot loads the first M home experts of each hot rank; 0 = all (0) */
     double hot_skew;      /* S >= 0: hot expert j (0-based within its rank) weighs (j + 1)^-S (0: even) */
     double hot_fraction;  /* f in [0, 1]: share of every rank's tokens sent to the hot ranks (0) */
+    int hot_move;         /* N >= 0: every N microbatches the hotspot moves on by one rank (0: never) */
     uint64_t seed;        /* seeds every GSL mt19937 stream (1); at most TSIM_GEN_MAX_SEED */
     int threads;          /* threads sampling source ranks (1); never changes the records */
 } tsim_gen_params;
