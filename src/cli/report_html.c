@@ -257,7 +257,7 @@ static int figures(FILE *f, const cJSON *root, const char *source, tsim_error *e
         }
     }
     tsim_plot_files_free(&files);
-    if (rc)
+    if (rc && strstr(err->msg, dir))
         scrub_scratch(err, dir);
     DIR *d = opendir(dir);
     struct dirent *e;
