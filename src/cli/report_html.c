@@ -276,6 +276,11 @@ int tsim_report_html_section(FILE *f, const cJSON *root, const char *source, boo
 {
     const cJSON *study = cJSON_GetObjectItemCaseSensitive(root, "study");
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results");
+    if (cJSON_IsString(study) && strcmp(study->valuestring, "fit") == 0 && !results)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: a 'fit' result ranks regimes and has no results table for the report; "
+                              "its figures come from 'taotsim fit --plots DIR'",
+                              source ? source : "result");
     if (!cJSON_IsString(study) || !cJSON_IsArray(results))
         return tsim_error_set(err, TSIM_E_INPUT, "%s: not a taotsim result (no \"study\" or \"results\")",
                               source ? source : "result");
