@@ -22,6 +22,8 @@ static void usage(FILE *out)
             "(per result: its grid point, planner, each metric's mean ± std, the paper's\n"
             "values where it has them, its notes; break-even λ*), and its figures inline\n"
             "as SVG. The page loads nothing from the network or from other files.\n"
+            "table1, ablation, sweep, scaling and merge write the same page with\n"
+            "--report FILE.\n"
             "\n"
             "Options:\n"
             "  -o, --output FILE  the HTML file (default: standard output); written\n"

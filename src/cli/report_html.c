@@ -211,6 +211,30 @@ static int inline_svg(FILE *f, const char *path, tsim_error *err)
     return TSIM_OK;
 }
 
+/* The scratch directory is removed before the message is shown: name the
+ * figure that failed without pointing at it. */
+static void scrub_scratch(tsim_error *err, const char *dir)
+{
+    static const char kept[] = "; the data and scripts are in ";
+    char out[sizeof err->msg];
+    size_t n = 0;
+    const size_t dl = strlen(dir);
+    for (const char *p = err->msg; *p && n + 1 < sizeof out;) {
+        if (strncmp(p, kept, sizeof kept - 1) == 0 && strncmp(p + sizeof kept - 1, dir, dl) == 0) {
+            n += (size_t)snprintf(out + n, sizeof out - n, "; check the templates in TAOTSIM_PLOTS_DIR, if set, "
+                                                           "and the free space in TMPDIR");
+            break;
+        }
+        if (strncmp(p, dir, dl) == 0 && p[dl] == '/') {
+            p += dl + 1;
+            continue;
+        }
+        out[n++] = *p++;
+    }
+    out[n < sizeof out ? n : sizeof out - 1] = '\0';
+    snprintf(err->msg, sizeof err->msg, "the report's figures: %s", out);
+}
+
 /* Draws the result's figures as SVG in a scratch directory, inlines them,
  * removes the directory. */
 static int figures(FILE *f, const cJSON *root, const char *source, tsim_error *err)
@@ -233,6 +257,8 @@ static int figures(FILE *f, const cJSON *root, const char *source, tsim_error *e
         }
     }
     tsim_plot_files_free(&files);
+    if (rc && strstr(err->msg, dir))
+        scrub_scratch(err, dir);
     DIR *d = opendir(dir);
     struct dirent *e;
     while (d && (e = readdir(d))) {
@@ -250,6 +276,11 @@ int tsim_report_html_section(FILE *f, const cJSON *root, const char *source, boo
 {
     const cJSON *study = cJSON_GetObjectItemCaseSensitive(root, "study");
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results");
+    if (cJSON_IsString(study) && strcmp(study->valuestring, "fit") == 0 && !results)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: a 'fit' result ranks regimes and has no results table for the report; "
+                              "its figures come from 'taotsim fit --plots DIR'",
+                              source ? source : "result");
     if (!cJSON_IsString(study) || !cJSON_IsArray(results))
         return tsim_error_set(err, TSIM_E_INPUT, "%s: not a taotsim result (no \"study\" or \"results\")",
                               source ? source : "result");

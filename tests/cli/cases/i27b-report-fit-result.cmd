@@ -1,0 +1,1 @@
+cd $TMP && $TAOTSIM fit --hot-ranks 1 --hot-experts all --hot-skew 0 --concentration 200 --tokens 256 --microbatches 1 --format json -o fit.json && $TAOTSIM report fit.json --no-figures -o out.html; s=$?; ls; exit $s

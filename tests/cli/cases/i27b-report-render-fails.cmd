@@ -1,0 +1,1 @@
+cd $TMP && printf "#!/bin/sh\n[ \$# -eq 2 ] && exit 0\necho cannot draw >&2\nexit 1\n" > failgp && chmod +x failgp && TMPDIR=$TMP TAOTSIM_GNUPLOT=$TMP/failgp $TAOTSIM scaling --planners taot --eps 8 --imbalances 0.5 --slot-list 2 --tokens 256 --microbatches 1 --no-timing -o sc.md --report sc.html; s=$?; ls -A; exit $s
