@@ -145,7 +145,8 @@ static int write_export(tsim_replay_extras *x, const tsim_session *s, tsim_error
         if (!tsim_layout_table_find(&x->layouts, x->seen.layers[k]))
             return tsim_error_set(err, TSIM_E_INPUT,
                                   "--export-layout: planner '%s' ended layer %lld without a layout (eplb has none "
-                                  "before its first recomputation: a longer trace or --eplb-interval)",
+                                  "until it first recomputes one: record 1 of a layer under --eplb-history prev, "
+                                  "never under none)",
                                   label, (long long)x->seen.layers[k]);
     if (x->seen.count == 0)
         return tsim_error_set(err, TSIM_E_INPUT, "--export-layout: planner '%s' planned no record", label);
