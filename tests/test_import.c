@@ -753,13 +753,13 @@ Test(import, megatron_bad_inputs)
     megatron_error("h", C(0, 0, "[[0]]") C(0, 1, "[[0]]"), C(0, 0, "[[1]]") C(0, 2, "[[1]]"), &none,
                    "h/router_trace_rank1.jsonl:2: step 0, layer 2, but the same call on rank 0 "
                    "(h/router_trace_rank0.jsonl:2) is step 0, layer 1: every rank must record the same calls in the "
-                   "same order");
+                   "same order (pipeline or tensor parallelism? give --megatron-parallel tp=T,pp=P,ep=E)");
     megatron_error("i", C(0, 0, "[[0]]") C(0, 1, "[[0]]"), C(0, 0, "[[1]]"), &none,
                    "i/router_trace_rank1.jsonl: ends after 1 calls, but i/router_trace_rank0.jsonl:2 has another "
-                   "(step 0, layer 1): every rank must record the same calls");
+                   "(step 0, layer 1): every rank must record the same calls (pipeline or tensor parallelism? give --megatron-parallel tp=T,pp=P,ep=E)");
     megatron_error("j", C(0, 0, "[[0]]"), C(0, 0, "[[1]]") C(0, 1, "[[1]]"), &none,
                    "j/router_trace_rank1.jsonl:2: a call of step 0, layer 1 that j/router_trace_rank0.jsonl does not "
-                   "have (it ends after 1 calls): every rank must record the same calls");
+                   "have (it ends after 1 calls): every rank must record the same calls (pipeline or tensor parallelism? give --megatron-parallel tp=T,pp=P,ep=E)");
     megatron_error("k", C(2, 0, "[[0]]") C(1, 0, "[[0]]"), NULL, &none,
                    "k/router_trace_rank0.jsonl:2: step 1 comes after step 2: calls must be in step order");
     megatron_error("l", "{\"step\":0,\"layer\":00,\"top_indices\":[[0]]}\n", NULL, &none,

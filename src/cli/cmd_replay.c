@@ -53,6 +53,12 @@ static void replay_help(void)
            "  --experts N          Megatron router traces: number of experts (default: from the ids)\n"
            "  --tensor NAME        safetensors: the tensor to read (default counts)\n"
            "  --array NAME         .npz: the array to read (default: the only one)\n"
+           "  --megatron-parallel tp=T,pp=P,ep=E[,cp=C][,etp=ET][,order=O][,tokens=split|same]\n"
+           "                       Megatron router traces: the parallel layout (default:\n"
+           "                       all files one EP group; see docs/import.md)\n"
+           "  --num-layers N       with --megatron-parallel: the model's layers\n"
+           "  --ep-group N         with --megatron-parallel: read expert DP group N only\n"
+           "                       (default: every group, tagged ep-group-N)\n"
            "  --per-record         also print every record's metrics\n"
            "  --dump-plans FILE    write every plan as a JSON line (vector format, \"got\")\n"
            "  --timing             measure plan_ns (wall time: output no longer reproducible)\n"
@@ -162,7 +168,7 @@ static int check_gates(const tsim_session *s, const char *const *gates, int n)
 enum {
     OPT_PLANNERS = 1, OPT_SLOTS, OPT_LAMBDA_EVAL, OPT_LAMBDA, OPT_EP, OPT_RPN, OPT_RANKS_PER_NODE, OPT_DATASET,
     OPT_PER_RECORD, OPT_TIMING, OPT_STEP_MODEL, OPT_BOUNDS, OPT_FAIL_IF, OPT_DUMP_PLANS, OPT_FORMAT, OPT_OUTPUT,
-    OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_JOBS, OPT_SHARD, OPT_ARRAY,
+    OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_JOBS, OPT_SHARD, OPT_ARRAY, OPT_MEGATRON, OPT_NUM_LAYERS, OPT_EP_GROUP,
 };
 
 static const tsim_cli_option replay_options[] = {
@@ -186,6 +192,9 @@ static const tsim_cli_option replay_options[] = {
     {"experts", 0, true, OPT_EXPERTS},
     {"tensor", 0, true, OPT_TENSOR},
     {"array", 0, true, OPT_ARRAY},
+    {"megatron-parallel", 0, true, OPT_MEGATRON},
+    {"num-layers", 0, true, OPT_NUM_LAYERS},
+    {"ep-group", 0, true, OPT_EP_GROUP},
     {"jobs", 'j', true, OPT_JOBS},
     {"shard", 0, true, OPT_SHARD},
     TSIM_RX_OPTIONS,
@@ -296,6 +305,16 @@ static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
     case TSIM_RX_EXPORT_LAYOUT:
     case TSIM_RX_EXPORT_FORMAT:
         return tsim_replay_extras_option(&a->extras, id, val, err);
+    case OPT_MEGATRON:
+        a->ropts.megatron_parallel = val;
+        return TSIM_OK;
+    case OPT_NUM_LAYERS:
+        return tsim_parse_int(val, 1, 1 << 30, &a->ropts.num_layers, "--num-layers", err);
+    case OPT_EP_GROUP:
+        if (tsim_parse_int(val, 0, TSIM_MAX_RANKS - 1, &a->ropts.ep_group, "--ep-group", err))
+            return TSIM_E_INPUT;
+        a->ropts.ep_group++;
+        return TSIM_OK;
     default:
         return tsim_error_set(err, TSIM_E_INTERNAL, "replay: option %d has no handler", id);
     }

@@ -25,19 +25,24 @@ typedef struct {
     int experts;        /* Megatron directories */
     const char *tensor; /* safetensors */
     const char *array;  /* .npz */
+    const char *megatron_parallel; /* Megatron directories */
+    int num_layers, ep_group;      /* ep_group: N + 1, 0 when not given */
     const char *format;
     const char *positional[64];
     int npositional;
     bool help;
 } trace_args;
 
-enum { OPT_EP = 1, OPT_RPN, OPT_DATASET, OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_ARRAY, OPT_FORMAT };
+enum { OPT_EP = 1, OPT_RPN, OPT_DATASET, OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_ARRAY, OPT_FORMAT, OPT_MEGATRON,
+       OPT_NUM_LAYERS, OPT_EP_GROUP };
 
 /* validate's options; convert's are the same without --format, the first. */
 static const tsim_cli_option trace_options[] = {
     {"format", 0, true, OPT_FORMAT},   {"ep", 0, true, OPT_EP},           {"rpn", 0, true, OPT_RPN},
     {"ranks-per-node", 0, true, OPT_RPN}, {"dataset", 0, true, OPT_DATASET}, {"block", 0, true, OPT_BLOCK},
     {"experts", 0, true, OPT_EXPERTS}, {"tensor", 0, true, OPT_TENSOR},   {"array", 0, true, OPT_ARRAY},
+    {"megatron-parallel", 0, true, OPT_MEGATRON}, {"num-layers", 0, true, OPT_NUM_LAYERS},
+    {"ep-group", 0, true, OPT_EP_GROUP},
     {0},
 };
 
@@ -69,6 +74,16 @@ static int trace_option(void *ctx, int id, const char *value, tsim_error *err)
         if (!value[0])
             return tsim_error_set(err, TSIM_E_INPUT, "--array: the name is empty");
         a->array = value;
+        return TSIM_OK;
+    case OPT_MEGATRON:
+        a->megatron_parallel = value;
+        return TSIM_OK;
+    case OPT_NUM_LAYERS:
+        return tsim_parse_int(value, 1, 1 << 30, &a->num_layers, "--num-layers", err);
+    case OPT_EP_GROUP:
+        if (tsim_parse_int(value, 0, TSIM_MAX_RANKS - 1, &a->ep_group, "--ep-group", err))
+            return TSIM_E_INPUT;
+        a->ep_group++;
         return TSIM_OK;
     case OPT_FORMAT:
         if (tsim_format_parse(value, &f, err))
@@ -116,7 +131,10 @@ static tsim_read_options read_options(const trace_args *a)
                            .block = a->block,
                            .experts = a->experts,
                            .tensor = a->tensor,
-                           .array = a->array};
+                           .array = a->array,
+                           .megatron_parallel = a->megatron_parallel,
+                           .num_layers = a->num_layers,
+                           .ep_group = a->ep_group};
     return o;
 }
 
@@ -128,7 +146,15 @@ static tsim_read_options read_options(const trace_args *a)
     "                    [default: the largest id seen + 1, rounded up to a\n"                                         \
     "                    multiple of the ranks]\n"                                                                     \
     "  --tensor NAME     .safetensors: the tensor to read    [default: counts]\n"                                     \
-    "  --array NAME      .npz: the array to read     [default: the only one]\n"
+    "  --array NAME      .npz: the array to read     [default: the only one]\n"                                     \
+    "  --megatron-parallel tp=T,pp=P,ep=E[,cp=C][,etp=ET][,order=tp-cp-ep-dp-pp][,tokens=split|same]\n"             \
+    "                    Megatron directories: the parallel layout; each pipeline\n"                                \
+    "                    stage's layers are renumbered globally, expert-TP ranks\n"                                 \
+    "                    summed (tokens=same: TP rank 0 only)  [default: one EP group]\n"                           \
+    "  --num-layers N    with --megatron-parallel: the model's layers\n"                                            \
+    "                    [default: from the largest layer id]\n"                                                    \
+    "  --ep-group N      with --megatron-parallel: read expert data parallel group\n"                              \
+    "                    N only                [default: all, tagged ep-group-N]\n"
 
 static void print_warnings(const char *cmd, tsim_reader *r)
 {

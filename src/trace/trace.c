@@ -88,6 +88,14 @@ static int check_format_options(const char *path, tsim_trace_format fmt, const t
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s: --%s applies to Megatron router trace directories only, not to this trace",
                               path, o->block ? "block" : "experts");
+    if (fmt != TSIM_FMT_MEGATRON && o->megatron_parallel)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: --megatron-parallel applies to Megatron router trace directories only, not to this "
+                              "trace",
+                              path);
+    if (!o->megatron_parallel && (o->num_layers || o->ep_group))
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: --%s needs --megatron-parallel", path,
+                              o->num_layers ? "num-layers" : "ep-group");
     if (fmt != TSIM_FMT_SAFETENSORS && o->tensor)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: --tensor applies to .safetensors files only, not to this trace",
                               path);

@@ -66,6 +66,10 @@ typedef struct {
                                seen + 1, rounded up to a multiple of the ranks */
     const char *tensor;     /* safetensors: the tensor to read (--tensor; NULL: "counts") */
     const char *array;      /* .npz: the array to read (--array; NULL: the only one) */
+    const char *megatron_parallel; /* Megatron: "tp=T,pp=P,ep=E[,...]" (--megatron-parallel; NULL: one EP group) */
+    int num_layers;         /* Megatron with --megatron-parallel: > 0 the model's layers (--num-layers) */
+    int ep_group;           /* Megatron with --megatron-parallel: > 0 read only expert data parallel group
+                               ep_group - 1 (--ep-group N-1); 0: every group, tagged "ep-group-N" */
 } tsim_read_options;
 
 typedef struct tsim_reader tsim_reader;

@@ -199,9 +199,13 @@ typedef struct {
     int64_t shape[4];
     int64_t data_offset; /* the first byte of the data */
 } tsim_npy_info;
-/* Reads and checks the header of the .npy in fd (size bytes) strictly; path
+/* Reads and checks the header of the .npy at offset base of fd (size bytes) strictly; path
  * names it in messages ("x.npz: array 'loads'" for an archive entry). */
-int tsim_npy_read_header(const char *path, int fd, int64_t size, tsim_npy_info *nh, tsim_error *err);
+int tsim_npy_read_header(const char *path, int fd, int64_t base, int64_t size, tsim_npy_info *nh, tsim_error *err);
+/* tsim_npy_open for the size bytes of an .npy at offset base of fd (a stored
+ * .npz entry read in place); fd is the reader's from now on. */
+int tsim_npy_open_at(tsim_reader *r, int fd, int64_t base, int64_t size, const tsim_read_options *opts,
+                     tsim_error *err);
 
 /* trace_npy.c, trace_safetensors.c, trace_megatron.c */
 int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err);

@@ -28,6 +28,7 @@
 #include "json_strict.h"
 #include "topology.h"
 #include "trace_internal.h"
+#include "trace_megatron_layout.h"
 
 #define PREFIX "router_trace_rank"
 /* An MTP call's layer is mtp_idx * 2^32 + layer (see docs/import.md), so
@@ -80,6 +81,23 @@ typedef struct {
 
     char warned_stage[MAX_STAGE_WARNINGS][32];
     int n_warned_stage;
+
+    /* The files are read one unit at a time: without --megatron-parallel one
+     * unit of every file, row j = rank j; with it, one unit per expert data
+     * parallel group and pipeline stage, row j = EP rank j, the sum of its
+     * per_row expert-TP ranks' files. */
+    int rows, per_row;
+    int *unit_files; /* [rows * per_row] file indices of the current unit */
+    int unit, units;
+    bool layout;
+    tsim_megatron_layout lay;
+    tsim_megatron_place *places; /* [ranks] */
+    int groups, first_group;
+    int64_t layers_per_stage; /* local layer ids are below it */
+    int64_t layer_offset;     /* of the current unit's stage */
+    int64_t max_layer;        /* the largest local decoder layer id (first pass) */
+    int64_t *add;             /* [E] one summed file's counts */
+    char tag[TSIM_TAG_MAX];
 } megatron;
 
 /* One parsed call. */
@@ -575,12 +593,12 @@ static int check_topk(megatron *m, int rank, long lineno, int64_t picks, int64_t
 {
     if (picks < 0)
         return TSIM_OK;
-    if (rank > 0 && first_picks >= 0 && picks != first_picks)
+    if (rank != m->unit_files[0] && first_picks >= 0 && picks != first_picks)
         return tsim_error_set(err, TSIM_E_INPUT,
-                              "%s:%ld: tokens pick %lld experts, but in the same call on rank 0 (%s:%ld) they pick "
+                              "%s:%ld: tokens pick %lld experts, but in the same call on rank %d (%s:%ld) they pick "
                               "%lld: every rank uses the same topk",
-                              m->files[rank].path, lineno, (long long)picks, m->files[0].path, first_line,
-                              (long long)first_picks);
+                              m->files[rank].path, lineno, (long long)picks, m->unit_files[0],
+                              m->files[m->unit_files[0]].path, first_line, (long long)first_picks);
     if (m->topk_seen < 0) {
         m->topk_seen = picks;
         m->topk_rank = rank;
@@ -595,68 +613,94 @@ static int check_topk(megatron *m, int rank, long lineno, int64_t picks, int64_t
     return TSIM_OK;
 }
 
-static int megatron_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
+/* The next call of unit file slot i (row i / per_row) into row: the first
+ * file of a row counts into it, the others into m->add and are summed. */
+static int unit_call(tsim_reader *r, megatron *m, int i, int64_t *row, call *c, long *lineno, tsim_error *err)
 {
-    megatron *m = r->ext;
+    const int f = m->unit_files[i];
+    if (i % m->per_row == 0)
+        return next_call(r, m, f, row, c, lineno, NULL, err);
+    memset(m->add, 0, sizeof *m->add * (size_t)m->experts);
+    int rc = next_call(r, m, f, row ? m->add : NULL, c, lineno, NULL, err);
+    for (int64_t e = 0; rc == 1 && row && e < m->experts; e++)
+        row[e] += m->add[e];
+    return rc;
+}
+
+/* The next record of the current unit: 1, or 0 at its end. */
+static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_error *err)
+{
     const size_t E = (size_t)m->experts;
+    const int slots = m->rows * m->per_row;
+    const char *p0 = m->files[m->unit_files[0]].path;
+    const char *hint = m->layout ? "" : " (pipeline or tensor parallelism? give --megatron-parallel tp=T,pp=P,ep=E)";
     call first, k;
     long first_line = 0;
     int64_t first_picks = -1;
     int rc;
     tsim_reader_begin_counts(r);
-    for (int rank = 0; rank < m->ranks; rank++) {
-        int64_t *row = tsim_reader_row(r, rank);
-        memset(row, 0, sizeof *row * E);
+    for (int i = 0; i < slots; i++) {
+        const int row_i = i / m->per_row, f = m->unit_files[i];
+        int64_t *row = tsim_reader_row(r, row_i);
+        if (i % m->per_row == 0)
+            memset(row, 0, sizeof *row * E);
         long lineno = 0;
-        call *c = rank == 0 ? &first : &k;
-        rc = next_call(r, m, rank, row, c, &lineno, NULL, err);
+        call *c = i == 0 ? &first : &k;
+        rc = unit_call(r, m, i, row, c, &lineno, err);
         if (rc < 0 || rc > 1)
             return rc;
         if (rc == 0) {
-            if (rank == 0) {
-                /* rank 0 is done: so must every other rank be */
-                for (int o = 1; o < m->ranks; o++) {
+            if (i == 0) {
+                /* the unit's first file is done: so must every other file be */
+                for (int o = 1; o < slots; o++) {
                     long ol = 0;
-                    rc = next_call(r, m, o, NULL, &k, &ol, NULL, err);
+                    rc = next_call(r, m, m->unit_files[o], NULL, &k, &ol, NULL, err);
                     if (rc < 0 || rc > 1)
                         return rc;
                     if (rc == 1)
                         return tsim_error_set(err, TSIM_E_INPUT,
                                               "%s:%ld: a call of step %lld, layer %lld that %s does not have (it ends "
-                                              "after %lld calls): every rank must record the same calls",
-                                              m->files[o].path, ol, (long long)k.step, (long long)k.layer,
-                                              m->files[0].path, (long long)m->kept);
+                                              "after %lld calls): every rank must record the same calls%s",
+                                              m->files[m->unit_files[o]].path, ol, (long long)k.step,
+                                              (long long)k.layer, p0, (long long)m->kept, hint);
                 }
                 return 0;
             }
             return tsim_error_set(err, TSIM_E_INPUT,
                                   "%s: ends after %lld calls, but %s:%ld has another (step %lld, layer %lld): every "
-                                  "rank must record the same calls",
-                                  m->files[rank].path, (long long)m->kept, m->files[0].path, first_line,
-                                  (long long)first.step, (long long)first.layer);
+                                  "rank must record the same calls%s",
+                                  m->files[f].path, (long long)m->kept, p0, first_line, (long long)first.step,
+                                  (long long)first.layer, hint);
         }
-        if (rank == 0) {
+        if (i == 0) {
             first_line = lineno;
         } else if (k.step != first.step || k.layer != first.layer) {
             return tsim_error_set(err, TSIM_E_INPUT,
-                                  "%s:%ld: step %lld, layer %lld, but the same call on rank 0 (%s:%ld) is step %lld, "
-                                  "layer %lld: every rank must record the same calls in the same order",
-                                  m->files[rank].path, lineno, (long long)k.step, (long long)k.layer,
-                                  m->files[0].path, first_line, (long long)first.step, (long long)first.layer);
+                                  "%s:%ld: step %lld, layer %lld, but the same call on rank %d (%s:%ld) is step %lld, "
+                                  "layer %lld: every rank must record the same calls in the same order%s",
+                                  m->files[f].path, lineno, (long long)k.step, (long long)k.layer,
+                                  m->unit_files[0], p0, first_line, (long long)first.step, (long long)first.layer,
+                                  hint);
         }
         const int64_t picks = c->rows > 0 ? c->row_len : c->has_topk ? c->topk : -1;
-        if ((rc = check_topk(m, rank, lineno, picks, first_picks, first_line, err)))
+        if ((rc = check_topk(m, f, lineno, picks, first_picks, first_line, err)))
             return rc;
-        if (rank == 0)
+        if (i == 0)
             first_picks = picks;
-        tsim_reader_row_done(r);
+        if (i % m->per_row == m->per_row - 1)
+            tsim_reader_row_done(r);
     }
+    if (m->layout && m->block == BLOCK_DECODER && first.layer >= m->layers_per_stage)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s:%ld: layer %lld, but a stage of --num-layers / pp holds %lld layers: virtual "
+                              "pipeline stages and uneven layouts are not handled yet",
+                              p0, first_line, (long long)first.layer, (long long)m->layers_per_stage);
     /* microbatch: the i-th call of this layer within the step */
     if (!m->have_step || first.step != m->step) {
         if (m->have_step && first.step < m->step)
             return tsim_error_set(err, TSIM_E_INPUT,
-                                  "%s:%ld: step %lld comes after step %lld: calls must be in step order",
-                                  m->files[0].path, first_line, (long long)first.step, (long long)m->step);
+                                  "%s:%ld: step %lld comes after step %lld: calls must be in step order", p0,
+                                  first_line, (long long)first.step, (long long)m->step);
         m->mb_base += m->step_calls;
         m->have_step = true;
         m->step = first.step;
@@ -672,10 +716,57 @@ static int megatron_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
         m->step_calls = i + 1;
     m->kept++;
     raw->microbatch = m->mb_base + i;
-    raw->layer = first.layer;
+    raw->layer = m->layer_offset + first.layer;
     raw->line = first_line;
     raw->kind = REC_COUNTS;
+    if (m->tag[0])
+        snprintf(raw->tag, sizeof raw->tag, "%s", m->tag);
     return 1;
+}
+
+/* Opens the files of unit m->unit, after closing the last unit's. */
+static int begin_unit(megatron *m, tsim_error *err)
+{
+    close_files(m);
+    m->have_step = false;
+    m->mb_base = m->step_calls = 0;
+    m->gen++;
+    m->used = 0;
+    m->kept = 0;
+    if (!m->layout) {
+        for (int i = 0; i < m->ranks; i++)
+            m->unit_files[i] = i;
+    } else {
+        const int group = m->first_group + m->unit / m->lay.pp, stage = m->unit % m->lay.pp;
+        for (int g = 0; g < m->ranks; g++) {
+            const tsim_megatron_place *p = &m->places[g];
+            if (p->group == group && p->stage == stage && p->etp_rank < m->per_row)
+                m->unit_files[p->ep_rank * m->per_row + p->etp_rank] = g;
+        }
+        m->layer_offset = m->block == BLOCK_DECODER ? (int64_t)stage * m->layers_per_stage : 0;
+        if (m->groups > 1 && m->first_group == 0 && m->units > m->lay.pp)
+            snprintf(m->tag, sizeof m->tag, "ep-group-%d", group);
+    }
+    for (int i = 0; i < m->rows * m->per_row; i++) {
+        int rc = open_file(m, m->unit_files[i], err);
+        if (rc)
+            return rc;
+    }
+    return TSIM_OK;
+}
+
+static int megatron_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
+{
+    megatron *m = r->ext;
+    for (;;) {
+        int rc = unit_next(r, m, raw, err);
+        if (rc != 0)
+            return rc;
+        if (++m->unit >= m->units)
+            return 0;
+        if ((rc = begin_unit(m, err)))
+            return rc;
+    }
 }
 
 static void megatron_close(tsim_reader *r)
@@ -691,6 +782,9 @@ static void megatron_close(tsim_reader *r)
     }
     free(m->slots);
     free(m->seen);
+    free(m->unit_files);
+    free(m->places);
+    free(m->add);
     free(m);
     r->ext = NULL;
 }
@@ -838,6 +932,8 @@ static int scan_experts(tsim_reader *r, megatron *m, tsim_error *err)
         long lineno;
         while ((rc = next_call(r, m, rank, NULL, &k, &lineno, &other, err)) == 1) {
             kept++;
+            if (k.layer > m->max_layer)
+                m->max_layer = k.layer;
             if (k.max_id > max_id)
                 max_id = k.max_id;
             if (!m->topk && k.rows > 0)
@@ -858,13 +954,14 @@ static int scan_experts(tsim_reader *r, megatron *m, tsim_error *err)
                               "%s: the router calls hold no expert ids, so the number of experts is unknown: give "
                               "--experts N",
                               r->path);
-    int64_t E = (max_id + 1 + m->ranks - 1) / m->ranks * m->ranks;
+    int64_t E = (max_id + 1 + m->rows - 1) / m->rows * m->rows;
     if (E > TSIM_MAX_EXPERTS)
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s: %lld experts (the largest id %lld + 1, rounded up to a multiple of %d ranks) is "
                               "above the limit of %d",
-                              r->path, (long long)E, (long long)max_id, m->ranks, TSIM_MAX_EXPERTS);
-    m->experts = E;
+                              r->path, (long long)E, (long long)max_id, m->rows, TSIM_MAX_EXPERTS);
+    if (!m->experts_given)
+        m->experts = E;
     return TSIM_OK;
 }
 
@@ -891,6 +988,40 @@ static int peek_topk(tsim_reader *r, megatron *m, tsim_error *err)
     return TSIM_OK;
 }
 
+/* --megatron-parallel: where every rank file sits, and the units to read. */
+static int setup_layout(tsim_reader *r, megatron *m, const tsim_read_options *opts, tsim_error *err)
+{
+    int rc = tsim_megatron_layout_parse(opts->megatron_parallel, &m->lay, err);
+    if (rc)
+        return rc;
+    m->places = calloc((size_t)m->ranks, sizeof *m->places);
+    if (!m->places)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if ((rc = tsim_megatron_layout_map(&m->lay, m->ranks, m->places, &m->groups, err)))
+        return rc;
+    m->layout = true;
+    m->rows = m->lay.ep;
+    m->per_row = m->lay.tp_same ? 1 : m->lay.etp;
+    m->units = m->groups * m->lay.pp;
+    if (opts->ep_group > 0) {
+        if (opts->ep_group > m->groups)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: --ep-group %d: the layout has %d expert data parallel "
+                                  "group%s (0..%d)",
+                                  r->path, opts->ep_group - 1, m->groups, m->groups == 1 ? "" : "s", m->groups - 1);
+        m->first_group = opts->ep_group - 1;
+        m->units = m->lay.pp;
+    }
+    if (opts->num_layers > 0) {
+        if (opts->num_layers % m->lay.pp != 0)
+            return tsim_error_set(err, TSIM_E_INPUT,
+                                  "%s: --num-layers %d is not divisible by pp %d: uneven pipeline layouts are not "
+                                  "handled yet",
+                                  r->path, opts->num_layers, m->lay.pp);
+        m->layers_per_stage = opts->num_layers / m->lay.pp;
+    }
+    return TSIM_OK;
+}
+
 int tsim_megatron_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err)
 {
     megatron *m = calloc(1, sizeof *m);
@@ -905,31 +1036,61 @@ int tsim_megatron_open(tsim_reader *r, const tsim_read_options *opts, tsim_error
     m->seen = calloc((size_t)TSIM_MAX_EXPERTS + 1, sizeof *m->seen);
     if (!m->seen)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    m->max_layer = -1;
     int rc = find_files(r, m, err);
     if (rc)
         return rc;
+    m->rows = m->ranks;
+    m->per_row = 1;
+    m->units = 1;
+    if (opts && opts->megatron_parallel && (rc = setup_layout(r, m, opts, err)))
+        return rc;
+    m->unit_files = calloc((size_t)m->rows * (size_t)m->per_row, sizeof *m->unit_files);
+    if (!m->unit_files)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    for (int i = 0; i < m->rows * m->per_row; i++)
+        m->unit_files[i] = i; /* the first pass's check_topk names unit file 0 */
     if (opts && opts->experts > 0) {
-        if (opts->experts % m->ranks != 0)
-            return tsim_error_set(err, TSIM_E_INPUT, "%s: --experts %d is not divisible by the %d ranks of the trace",
-                                  r->path, opts->experts, m->ranks);
+        if (opts->experts % m->rows != 0)
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: --experts %d is not divisible by the %d %s of the trace",
+                                  r->path, opts->experts, m->rows, m->layout ? "EP ranks" : "ranks");
         m->experts = opts->experts;
         m->experts_given = true;
-        rc = peek_topk(r, m, err);
+        /* the layers per stage come from the first pass when not given */
+        rc = m->layout && !m->layers_per_stage ? scan_experts(r, m, err) : peek_topk(r, m, err);
     } else {
         rc = scan_experts(r, m, err);
     }
     if (rc)
         return rc;
-    if (m->ranks * m->experts > TSIM_MAX_CELLS)
+    if (m->layout && !m->layers_per_stage) {
+        m->layers_per_stage = m->max_layer + 1;
+        if (m->lay.pp > 1 &&
+            tsim_reader_warn(r,
+                             "%s: %lld layers per pipeline stage, from the largest layer id: give --num-layers N "
+                             "if some layers have no router",
+                             r->path, (long long)m->layers_per_stage))
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
+    if ((int64_t)m->rows * m->experts > TSIM_MAX_CELLS)
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s: %d ranks x %lld experts is above the limit of %lld counts per record", r->path,
-                              m->ranks, (long long)m->experts, (long long)TSIM_MAX_CELLS);
-    for (int rank = 0; rank < m->ranks; rank++)
-        if ((rc = open_file(m, rank, err)))
-            return rc;
+                              m->rows, (long long)m->experts, (long long)TSIM_MAX_CELLS);
+    m->add = calloc((size_t)m->experts + 1, sizeof *m->add);
+    if (!m->add)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if ((rc = begin_unit(m, err)))
+        return rc;
+    /* Nothing in the files tells pure EP from tensor or pipeline parallelism */
+    if (!m->layout && m->ranks > 1 &&
+        tsim_reader_warn(r,
+                         "%s: the %d rank files are read as one EP group of %d ranks: under tensor or pipeline "
+                         "parallelism give --megatron-parallel tp=T,pp=P,ep=E",
+                         r->path, m->ranks, m->ranks))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     r->hdr.experts = (int)m->experts;
-    r->hdr.ep = m->ranks;
-    r->file_ep = m->ranks;
+    r->hdr.ep = m->rows;
+    r->file_ep = m->rows;
     r->hdr.ranks_per_node = 8;
     r->hdr.topk = m->topk >= 1 && m->topk <= m->experts ? (int)m->topk : 0;
     char base[256];
@@ -938,7 +1099,9 @@ int tsim_megatron_open(tsim_reader *r, const tsim_read_options *opts, tsim_error
     if (!meta || !cJSON_AddStringToObject(meta, "source", "megatron") ||
         !cJSON_AddStringToObject(meta, "dir", base) ||
         !cJSON_AddStringToObject(meta, "block", block_name(m->block)) ||
-        !cJSON_AddNumberToObject(meta, "ranks", m->ranks)) {
+        !cJSON_AddNumberToObject(meta, "ranks", m->ranks) ||
+        (m->layout && (!cJSON_AddStringToObject(meta, "parallel", opts->megatron_parallel) ||
+                       !cJSON_AddNumberToObject(meta, "layers_per_stage", (double)m->layers_per_stage)))) {
         cJSON_Delete(meta);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }

@@ -173,11 +173,12 @@ static int parse_dtype(const hdr_parser *h, const char *descr, tsim_dtype *dt)
 
 /* The magic, the version and the header length: *pre_len bytes of preamble
  * are followed by *hlen bytes of header. */
-static int read_preamble(const char *path, int fd, int64_t size, size_t *pre_len, uint64_t *hlen, int *major,
-                         tsim_error *err)
+static int read_preamble(const char *path, int fd, int64_t base, int64_t size, size_t *pre_len, uint64_t *hlen,
+                         int *major, tsim_error *err)
 {
     unsigned char pre[12];
-    ssize_t got = pread(fd, pre, sizeof pre, 0);
+    ssize_t got = size < (int64_t)sizeof pre ? (ssize_t)size : (ssize_t)sizeof pre;
+    got = pread(fd, pre, (size_t)got, (off_t)base);
     if (got < 0)
         got = 0;
     if (got < 8 || memcmp(pre, npy_magic, sizeof npy_magic) != 0) {
@@ -282,20 +283,20 @@ static int parse_dict(hdr_parser *h, int major, tsim_npy_info *out)
     return 0;
 }
 
-int tsim_npy_read_header(const char *path, int fd, int64_t size, tsim_npy_info *nh, tsim_error *err)
+int tsim_npy_read_header(const char *path, int fd, int64_t base, int64_t size, tsim_npy_info *nh, tsim_error *err)
 {
     size_t pre_len = 0;
     uint64_t hlen = 0;
     int major = 0;
     memset(nh, 0, sizeof *nh);
-    int rc = read_preamble(path, fd, size, &pre_len, &hlen, &major, err);
+    int rc = read_preamble(path, fd, base, size, &pre_len, &hlen, &major, err);
     if (rc)
         return rc;
     char *text = malloc(hlen + 1);
     if (!text)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     hdr_parser h = {path, text, hlen, 0, pre_len, err};
-    if (tsim_read_at(fd, text, hlen, (int64_t)pre_len))
+    if (tsim_read_at(fd, text, hlen, base + (int64_t)pre_len))
         rc = tsim_error_set(err, TSIM_E_INPUT, "%s: read error in the .npy header", path);
     else
         rc = parse_dict(&h, major, nh);
@@ -307,7 +308,7 @@ int tsim_npy_read_header(const char *path, int fd, int64_t size, tsim_npy_info *
                             "%s: the array is in Fortran order (fortran_order: True); the reader takes C order: save "
                             "np.ascontiguousarray(a) instead",
                             path);
-    nh->data_offset = (int64_t)(pre_len + hlen);
+    nh->data_offset = base + (int64_t)(pre_len + hlen);
     return rc;
 }
 
@@ -316,11 +317,16 @@ int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err
     int fd;
     int64_t size;
     int rc = tsim_dense_open_file(r, &fd, &size, err);
-    if (rc)
-        return rc;
+    return rc ? rc : tsim_npy_open_at(r, fd, 0, size, opts, err);
+}
+
+int tsim_npy_open_at(tsim_reader *r, int fd, int64_t base, int64_t size, const tsim_read_options *opts,
+                     tsim_error *err)
+{
+    int rc;
     tsim_npy_info nh;
     tsim_dense_spec spec = {.what = ""};
-    if (!(rc = tsim_npy_read_header(r->path, fd, size, &nh, err)) && nh.ndim > 4)
+    if (!(rc = tsim_npy_read_header(r->path, fd, base, size, &nh, err)) && nh.ndim > 4)
         rc = tsim_dense_too_many_dims(r, "shape", nh.ndim, err);
     if (rc) {
         close(fd);
@@ -328,8 +334,8 @@ int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err
     }
     spec.dtype = nh.dtype;
     spec.data_offset = nh.data_offset;
-    spec.ndim = nh.ndim;
     memcpy(spec.shape, nh.shape, sizeof spec.shape);
+    spec.ndim = nh.ndim;
 
     cJSON *meta = tsim_dense_meta(r, "npy");
     cJSON *dims = cJSON_CreateArray();
@@ -347,5 +353,5 @@ int tsim_npy_open(tsim_reader *r, const tsim_read_options *opts, tsim_error *err
         close(fd);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }
-    return tsim_dense_finish(r, fd, &spec, size - spec.data_offset, opts, meta, err);
+    return tsim_dense_finish(r, fd, &spec, base + size - spec.data_offset, opts, meta, err);
 }

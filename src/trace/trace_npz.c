@@ -6,6 +6,7 @@
  * array, per source rank, when the experts divide among the R files, else
  * the per-expert totals [forwards, layers, experts]. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,26 +75,33 @@ static int npz_file_open(tsim_reader *r, const tsim_read_options *opts, tsim_err
         tsim_zip_close(z);
         return rc;
     }
-    const char *dir = getenv("TMPDIR");
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s/taotsim-npz-XXXXXX", dir && dir[0] ? dir : "/tmp");
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
+    /* A stored entry is read in place, after a pass that checks its CRC
+     * (np.savez stores); a compressed one is inflated into a temporary file. */
+    int64_t at = 0, size = 0;
+    if (tsim_zip_stored_offset(z, idx, &at) == 0) {
+        rc = tsim_zip_size(z, idx, &size, err);
+        if (!rc)
+            rc = tsim_zip_verify(z, idx, err);
         tsim_zip_close(z);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: cannot create a temporary file: %s", tmp, strerror(errno));
+        int fd = rc ? -1 : open(r->path, O_RDONLY | O_CLOEXEC);
+        if (!rc && fd < 0)
+            rc = tsim_error_set(err, TSIM_E_INPUT, "%s: cannot open: %s", r->path, strerror(errno));
+        if (!rc && (rc = tsim_npy_open_at(r, fd, at, size, opts, err)))
+            rename_in_error(err, r->path, r->path, name);
+    } else {
+        int fd = tsim_tmpfile(err);
+        rc = fd < 0 ? TSIM_E_INTERNAL : tsim_zip_extract(z, idx, fd, NULL, err);
+        tsim_zip_close(z);
+        struct stat st;
+        if (!rc && fstat(fd, &st) != 0)
+            rc = tsim_error_set(err, TSIM_E_INTERNAL, "temporary file: %s", strerror(errno));
+        if (!rc) {
+            if ((rc = tsim_npy_open_at(r, fd, 0, (int64_t)st.st_size, opts, err)))
+                rename_in_error(err, r->path, r->path, name);
+        } else if (fd >= 0) {
+            close(fd);
+        }
     }
-    rc = tsim_zip_extract(z, idx, fd, NULL, err);
-    close(fd);
-    tsim_zip_close(z);
-    if (!rc) { /* the .npy reader names r->path: point it at the extracted array for now */
-        char *npz = r->path;
-        r->path = tmp;
-        rc = tsim_npy_open(r, opts, err);
-        r->path = npz;
-        if (rc)
-            rename_in_error(err, tmp, npz, name);
-    }
-    unlink(tmp);
     if (!rc && r->hdr.meta) {
         cJSON_ReplaceItemInObject(r->hdr.meta, "source", cJSON_CreateString("npz"));
         char base[256];
@@ -125,7 +133,7 @@ static int npy_header(rank_array *a, const char *name, tsim_error *err)
     char label[4096 + 300];
     snprintf(label, sizeof label, "%s: array '%s'", a->path, name);
     tsim_npy_info nh;
-    int rc = tsim_npy_read_header(label, a->fd, (int64_t)st.st_size, &nh, err);
+    int rc = tsim_npy_read_header(label, a->fd, 0, (int64_t)st.st_size, &nh, err);
     if (rc)
         return rc;
     if (nh.ndim != 3)

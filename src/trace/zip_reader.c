@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,6 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <zip.h>
+#include <zlib.h>
+
+#include "crc32_fast.h"
 
 struct tsim_zip {
     zip_t *za;
@@ -269,11 +273,49 @@ static int discard(void *ctx, const unsigned char *p, size_t n, tsim_error *err)
     return TSIM_OK;
 }
 
+/* The CRC of a stored entry computed over a read-only mapping of the
+ * archive: no copy through libzip's buffers (a third of the time of reading
+ * a stored tensor went to that copy and the CRC). */
+static int verify_mapped(const tsim_zip *z, int64_t i, int64_t offset, int64_t size, uint32_t want, tsim_error *err)
+{
+    int fd = open(z->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    const long page = sysconf(_SC_PAGESIZE);
+    const int64_t start = offset / page * page, len = offset - start + size;
+    void *map = len > 0 ? mmap(NULL, (size_t)len, PROT_READ, MAP_PRIVATE, fd, (off_t)start) : MAP_FAILED;
+    close(fd);
+    if (map == MAP_FAILED)
+        return -1;
+    madvise(map, (size_t)len, MADV_SEQUENTIAL);
+    const unsigned char *p = (const unsigned char *)map + (offset - start);
+    uint32_t crc = 0;
+    for (int64_t at = 0; at < size; at += (int64_t)CHUNK) {
+        const size_t n = size - at < (int64_t)CHUNK ? (size_t)(size - at) : CHUNK;
+        crc = tsim_crc32(crc, p + at, n);
+    }
+    munmap(map, (size_t)len);
+    if (crc != want)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: entry '%s': CRC error (the archive is damaged)", z->path,
+                              tsim_zip_name(z, i));
+    return TSIM_OK;
+}
+
 int tsim_zip_verify(const tsim_zip *z, int64_t i, tsim_error *err)
 {
-    int64_t size;
+    int64_t size, offset;
     int rc = tsim_zip_size(z, i, &size, err);
-    return rc ? rc : stream(z, i, size, discard, NULL, err);
+    if (rc)
+        return rc;
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (size > 0 && tsim_zip_stored_offset(z, i, &offset) == 0 &&
+        zip_stat_index(z->za, (zip_uint64_t)i, 0, &st) == 0 && (st.valid & ZIP_STAT_CRC)) {
+        rc = verify_mapped(z, i, offset, size, st.crc, err);
+        if (rc >= 0)
+            return rc;
+    }
+    return stream(z, i, size, discard, NULL, err);
 }
 
 static uint64_t rd(const unsigned char *p, int n)
