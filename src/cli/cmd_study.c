@@ -47,8 +47,12 @@ static void common_help(study_kind k)
            "  --fail-if EXPR       exit 1 when EXPR holds, e.g. 'taot.weighted.mean > echo.weighted.mean'\n"
            "                       names: [KEY.]PLANNER.METRIC.STAT (KEY: a grid cell, e.g. ep16.imb70;\n"
            "                       without KEY the mean over the planner's cells); repeatable\n"
-           "  --plots DIR          also write gnuplot figures (PNG and SVG) into DIR\n"
-           "  --format md|csv|json output format (default md)\n"
+           "  --plots DIR          also write gnuplot figures (PNG and SVG) into DIR\n");
+    if (k != STUDY_SWEEP)
+        printf("  --bounds             add excess_imbalance and excess_cost per planner: each plan\n"
+               "                       against proven lower bounds at its own K (LPs: slow); n/a for\n"
+               "                       planners without a slot limit or that re-home experts\n");
+    printf("  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
            "  -h, --help           this help\n\n");
     tsim_cli_planners_help(stdout);
@@ -307,6 +311,8 @@ static const struct {
     /* only scaling's tables show the step-time model; the others refuse it (step_hint) */
     {"step-model", 0, false, ONLY(STUDY_SCALING)},
     {"fail-if", 0, true, ALL_STUDIES},
+    /* sweep re-weights one run's costs per lambda_eval; the bounds hold at one */
+    {"bounds", 0, false, ONLY(STUDY_TABLE1) | ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
     {"plots", 0, true, ALL_STUDIES},
     {"format", 0, true, ALL_STUDIES},
     {"output", 'o', true, ALL_STUDIES},
@@ -408,6 +414,8 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
         c->timing = false;
     else if (strcmp(name, "step-model") == 0)
         c->step_model_on = true;
+    else if (strcmp(name, "bounds") == 0)
+        c->bounds = true;
     else if (strcmp(name, "planners") == 0)
         c->planners = val;
     else if (strcmp(name, "slots") == 0)

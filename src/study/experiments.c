@@ -166,6 +166,10 @@ static int run_planner(const record_set *rs, const tsim_planner *planner, int sl
     s.timing = c->timing;
     s.step_model_on = c->step_model_on;
     s.step_model = c->step_model;
+    if (c->bounds && (rc = tsim_session_enable_bounds(&s, err))) {
+        tsim_session_free(&s);
+        return rc;
+    }
     s.pipeline = true; /* external planners get their window of records in flight */
     for (int i = 0; i < rs->n && rc == TSIM_OK; i++)
         rc = tsim_session_record(&s, &rs->recs[i], err);
