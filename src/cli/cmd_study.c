@@ -500,6 +500,8 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
         if (n_gates || plots_dir || show_std)
             return tsim_cli_usage_error(cmd, "--%s goes on 'taotsim merge', which sees the whole result",
                                         n_gates ? "fail-if" : plots_dir ? "plots" : "std");
+        if (c.bounds) /* the merge keeps no bound state: refuse rather than drop it */
+            return tsim_cli_usage_error(cmd, "--bounds does not combine with --shard");
     }
     {
         /* Before any work: every output can be written, none is the trace
