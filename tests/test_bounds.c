@@ -452,3 +452,108 @@ Test(bound, same_record_same_bound)
     tsim_record_free(&a);
     tsim_record_free(&b);
 }
+
+/* ---- the curve (one grid per record, refined per query) ---- */
+
+/* With room to settle, the curve's answers are the direct searches' (the
+ * threshold of a monotone C is unique); with no refinement they are weaker
+ * or equal, never stronger, and still monotone in the budget. */
+Test(bound, curve_answers_match_the_direct_searches)
+{
+    static const double budgets[] = {0, 1, 2, 3, 4, 6, 9, 14};
+    uint64_t seed = 0xc0ffee23;
+    int differs = 0;
+    for (int trial = 0; trial < 30; trial++) {
+        tsim_random_shape s;
+        tsim_random_shape_draw(&seed, 8, &s);
+        tsim_record rec;
+        tsim_random_record(&seed, &s, &rec);
+        rec.index = trial;
+        bound_rig g;
+        bound_start(&g, s.ranks, s.experts, s.ranks_per_node, s.slots, 3.0, true, TSIM_LP_CLP);
+        tsim_bound_curve c = {0};
+        tsim_error err = {0};
+        cr_assert_eq(tsim_bound_curve_build(g.b, &rec, 6, &c, &err), 0, "%s", err.msg);
+        double prev = INFINITY;
+        for (size_t i = 0; i < sizeof budgets / sizeof budgets[0]; i++) {
+            tsim_bound_result fine, coarse;
+            cr_assert_eq(tsim_bound_curve_min_rho(g.b, &rec, &c, budgets[i], 40, &fine, &err), 0, "%s", err.msg);
+            cr_assert_eq(tsim_bound_curve_min_rho(g.b, &rec, &c, budgets[i], 0, &coarse, &err), 0, "%s", err.msg);
+            double direct = min_rho(&g, &rec, budgets[i]);
+            cr_assert(fabs(fine.value - direct) <= 1e-12, "trial %d budget %g: curve %.12g, direct %.12g", trial,
+                      budgets[i], fine.value, direct);
+            cr_assert(coarse.value <= fine.value + 1e-12 && coarse.lps == 0);
+            cr_assert(coarse.value <= prev + 1e-12, "trial %d: the coarse curve rises with the budget", trial);
+            differs += coarse.value < fine.value - 1e-12;
+            prev = coarse.value;
+        }
+        for (double rho = 0.0; rho <= 0.6; rho += 0.1) {
+            tsim_bound_result r;
+            cr_assert_eq(tsim_bound_curve_min_cost(g.b, &rec, &c, rho, &r, &err), 0, "%s", err.msg);
+            double direct = min_cost(&g, &rec, rho);
+            cr_assert((isinf(direct) && isinf(r.value)) || fabs(r.value - direct) <= 1e-9,
+                      "trial %d rho %g: curve %g, direct %g", trial, rho, r.value, direct);
+        }
+        /* A curve answers for its own record only. */
+        tsim_record other = rec;
+        other.index = trial + 1000;
+        tsim_bound_result r;
+        cr_assert_eq(tsim_bound_curve_min_rho(g.b, &other, &c, 1.0, 4, &r, &err), TSIM_E_INTERNAL);
+        tsim_bound_curve_free(&c);
+        bound_stop(&g);
+        tsim_record_free(&rec);
+    }
+    cr_assert(differs > 0, "refinement never mattered: the test shows nothing");
+}
+
+/* ---- --bounds in a session: the excess metrics ---- */
+
+#include "session.h"
+
+/* taot, frontier and echo are in the model: excess >= 0 and equal to the
+ * plan's metric minus the direct bound; llep is n/a (no slot limit). */
+Test(bound, session_excess_metrics)
+{
+    uint64_t seed = 0x5e55b0;
+    tsim_planner_options base;
+    tsim_planner_options_default(&base);
+    tsim_planner pl[4];
+    int n = 0;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_planner_list_parse("taot,frontier,echo,llep", &base, pl, 4, &n, &err), 0, "%s", err.msg);
+    int checked = 0, positive = 0;
+    for (int trial = 0; trial < 12; trial++) {
+        tsim_random_shape s;
+        tsim_random_shape_draw(&seed, 8, &s);
+        tsim_session ses;
+        cr_assert_eq(tsim_session_init(&ses, s.ranks, s.experts, s.ranks_per_node, s.slots, NULL, pl, n, 3.0, &err),
+                     0, "%s", err.msg);
+        cr_assert_eq(tsim_session_enable_bounds(&ses, &err), 0, "%s", err.msg);
+        bound_rig g;
+        bound_start(&g, s.ranks, s.experts, s.ranks_per_node, s.slots, 3.0, true, TSIM_LP_CLP);
+        tsim_record rec;
+        tsim_random_record(&seed, &s, &rec);
+        cr_assert_eq(tsim_session_record(&ses, &rec, &err), 0, "%s", err.msg);
+        for (int p = 0; p < 3; p++) {
+            const tsim_series *m = ses.results[p].metrics;
+            cr_assert(tsim_session_planner_metric_on(&ses, p, TSIM_M_EXCESS_IMBALANCE));
+            double rho = m[TSIM_M_RHO_AFTER].values[0], w = m[TSIM_M_WEIGHTED].values[0];
+            double ei = m[TSIM_M_EXCESS_IMBALANCE].values[0], ec = m[TSIM_M_EXCESS_COST].values[0];
+            cr_assert(ei >= 0 && ec >= 0, "trial %d planner %d: excess %g, %g", trial, p, ei, ec);
+            double lo_rho = min_rho(&g, &rec, w), lo_cost = min_cost(&g, &rec, rho);
+            cr_assert(fabs(ei - fmax(0.0, rho - lo_rho)) <= 1e-9, "trial %d planner %d: %g vs %g", trial, p, ei,
+                      rho - lo_rho);
+            cr_assert(fabs(ec - fmax(0.0, w - lo_cost)) <= 1e-9, "trial %d planner %d: %g vs %g", trial, p, ec,
+                      w - lo_cost);
+            checked++;
+            positive += ei > 0 || ec > 0;
+        }
+        cr_assert_eq(ses.bounds_fit[3], TSIM_BOUNDS_NO_SLOT_LIMIT);
+        cr_assert(!tsim_session_planner_metric_on(&ses, 3, TSIM_M_EXCESS_COST));
+        cr_assert(isnan(ses.results[3].metrics[TSIM_M_EXCESS_COST].values[0]));
+        bound_stop(&g);
+        tsim_record_free(&rec);
+        tsim_session_free(&ses);
+    }
+    cr_assert(positive > 0, "no plan was ever off the bound in %d: the test shows nothing", checked);
+}

@@ -50,8 +50,12 @@ static void common_help(study_kind k)
            "                       without KEY the mean over the planner's cells); repeatable\n"
            "  --plots DIR          also write gnuplot figures (PNG and SVG) into DIR\n"
            "  --report FILE        also write the HTML page 'taotsim report' makes of the\n"
-           "                       result (tables and SVG figures inline), atomically\n"
-           "  --format md|csv|json output format (default md)\n"
+           "                       result (tables and SVG figures inline), atomically\n");
+    if (k != STUDY_SWEEP)
+        printf("  --bounds             add excess_imbalance and excess_cost per planner: each plan\n"
+               "                       against proven lower bounds at its own K (LPs: slow); n/a for\n"
+               "                       planners without a slot limit or that re-home experts\n");
+    printf("  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
            "  -h, --help           this help\n\n");
     tsim_cli_planners_help(stdout);
@@ -310,6 +314,8 @@ static const struct {
     /* only scaling's tables show the step-time model; the others refuse it (step_hint) */
     {"step-model", 0, false, ONLY(STUDY_SCALING)},
     {"fail-if", 0, true, ALL_STUDIES},
+    /* sweep re-weights one run's costs per lambda_eval; the bounds hold at one */
+    {"bounds", 0, false, ONLY(STUDY_TABLE1) | ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
     {"plots", 0, true, ALL_STUDIES},
     {"report", 0, true, ALL_STUDIES},
     {"format", 0, true, ALL_STUDIES},
@@ -412,6 +418,8 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
         c->timing = false;
     else if (strcmp(name, "step-model") == 0)
         c->step_model_on = true;
+    else if (strcmp(name, "bounds") == 0)
+        c->bounds = true;
     else if (strcmp(name, "planners") == 0)
         c->planners = val;
     else if (strcmp(name, "slots") == 0)
@@ -501,6 +509,8 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
                                         : plots_dir  ? "plots"
                                         : report_path ? "report"
                                                       : "std");
+        if (c.bounds) /* the merge keeps no bound state: refuse rather than drop it */
+            return tsim_cli_usage_error(cmd, "--bounds does not combine with --shard");
     }
     {
         /* Before any work: every output can be written, none is the trace

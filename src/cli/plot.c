@@ -3,6 +3,7 @@
  * written atomically and gnuplot renders the scripts. */
 #include "datadir.h"
 #include "plot.h"
+#include "plot_frontier.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -2241,6 +2242,8 @@ int tsim_plot_write_named(const cJSON *result, const char *source, const char *o
     text *scripts = NULL;
     char *terminal = NULL;
     int rc = build(result, &ps, &study, err);
+    if (!rc)
+        rc = tsim_plot_frontier_check(result, err);
     if (rc == TSIM_E_INPUT && source)
         tsim_error_prefix(err, "%s", source);
     if (!rc)
@@ -2281,6 +2284,8 @@ int tsim_plot_write_named(const cJSON *result, const char *source, const char *o
         if (!rc && written)
             written->rendered = true;
     }
+    if (!rc) /* table1 --bounds: the frontier figures (plot_frontier.c) */
+        rc = tsim_plot_frontier(result, outdir, formats, log, written, err);
     if (scripts)
         for (size_t i = 0; i < ps.nfig; i++)
             text_free(&scripts[i]);

@@ -571,6 +571,8 @@ int tsim_study_print(FILE *out, const tsim_study *s, tsim_format fmt, bool show_
         }
         if (rc == 0)
             print_slot_budgets(out, s);
+        if (rc == 0)
+            rc = tsim_study_print_bounds(out, s);
     }
     return rc ? tsim_error_set(err, TSIM_E_INTERNAL, "out of memory while printing") : TSIM_OK;
 }

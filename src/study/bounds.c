@@ -95,3 +95,27 @@ int tsim_bounds_fill(tsim_bounds *b, int i, const tsim_topology *topo, const tsi
     return excess(rec, "weighted", weighted, r.value, &m->v[TSIM_M_EXCESS_COST], err);
     return TSIM_OK;
 }
+
+int tsim_bounds_cell_frontier(const tsim_record *recs, int n, const tsim_topology *topo, double lambda,
+                              const double *budgets, int nb, double *rho, tsim_error *err)
+{
+    for (int j = 0; j < nb; j++)
+        rho[j] = 0.0;
+    tsim_bound_options o;
+    tsim_bound_options_default(&o);
+    o.lambda = lambda;
+    tsim_bounder *b = NULL;
+    int rc = tsim_bounder_new(&b, topo, &o, err);
+    tsim_bound_curve c = {0};
+    for (int i = 0; i < n && rc == TSIM_OK; i++) {
+        rc = tsim_bound_curve_build(b, &recs[i], TSIM_BOUNDS_CURVE_POINTS, &c, err);
+        for (int j = 0; j < nb && rc == TSIM_OK; j++) {
+            tsim_bound_result r;
+            rc = tsim_bound_curve_min_rho(b, &recs[i], &c, budgets[j], 0, &r, err);
+            rho[j] += r.value / n;
+        }
+    }
+    tsim_bound_curve_free(&c);
+    tsim_bounder_free(b);
+    return rc;
+}

@@ -50,4 +50,15 @@ void tsim_bounds_free(tsim_bounds *b);
 int tsim_bounds_fill(tsim_bounds *b, int i, const tsim_topology *topo, const tsim_record *rec,
                      const tsim_plan *plan, tsim_metrics *m, tsim_bounds_fit *fit, tsim_error *err);
 
+
+
+/* The frontier of a cell, for the --bounds figure: at each budget B[j], the
+ * mean over the records of the least rho_after any plan of weighted cost
+ * <= B[j] can reach (each record's bound read off a curve of
+ * TSIM_BOUNDS_CURVE_POINTS LPs, src/bound's tsim_bound_curve). topo carries
+ * the slot budget K. */
+#define TSIM_BOUNDS_CURVE_POINTS 10
+int tsim_bounds_cell_frontier(const tsim_record *recs, int n, const tsim_topology *topo, double lambda,
+                              const double *budgets, int nb, double *rho, tsim_error *err);
+
 #endif

@@ -167,6 +167,10 @@ static int run_planner(const record_set *rs, const tsim_planner *planner, int sl
     s.timing = c->timing;
     s.step_model_on = c->step_model_on;
     s.step_model = c->step_model;
+    if (c->bounds && (rc = tsim_session_enable_bounds(&s, err))) {
+        tsim_session_free(&s);
+        return rc;
+    }
     s.pipeline = true; /* external planners get their window of records in flight */
     for (int i = 0; i < rs->n && rc == TSIM_OK; i++)
         rc = tsim_session_record(&s, &rs->recs[i], err);
@@ -268,7 +272,31 @@ typedef struct {
     planner_list pl;
     tsim_study_row *rows; /* [cells * planners] */
     double *measured;     /* [cells] mean rho_before of the trace */
+    double *frontier;     /* --bounds: [cells][2][TSIM_BOUNDS_BUDGETS] budgets, then the mean least rho_after */
 } table1_ctx;
+
+/* --bounds: budgets of a cell's frontier, 0 to 1.5x the costliest in-model
+ * planner's mean weighted cost, evenly spaced. */
+#define TSIM_BOUNDS_BUDGETS 25
+
+static int cell_frontier(const record_set *rs, const tsim_study_row *rows, int n, const tsim_study_config *c,
+                         double *out, tsim_error *err)
+{
+    double top = 1.0;
+    for (int p = 0; p < n; p++)
+        if (rows[p].ok && rows[p].bounds_fit == 0 && rows[p].metrics[TSIM_M_WEIGHTED].mean > top)
+            top = rows[p].metrics[TSIM_M_WEIGHTED].mean;
+    for (int j = 0; j < TSIM_BOUNDS_BUDGETS; j++)
+        out[j] = 1.5 * top * j / (TSIM_BOUNDS_BUDGETS - 1);
+    tsim_topology topo;
+    int rc = tsim_topology_init(&topo, rs->ranks, rs->experts, rs->ranks_per_node, c->slots, rs->home, err);
+    if (rc)
+        return rc;
+    rc = tsim_bounds_cell_frontier(rs->recs, rs->n, &topo, c->lambda_eval, out, TSIM_BOUNDS_BUDGETS,
+                                   out + TSIM_BOUNDS_BUDGETS, err);
+    tsim_topology_free(&topo);
+    return rc;
+}
 
 static int table1_job(void *ctx_, int cell, tsim_error *err)
 {
@@ -294,6 +322,8 @@ static int table1_job(void *ctx_, int cell, tsim_error *err)
         set_key(&rows[p], "ep%d.imb%d", ep, (int)lround(imb * 100));
     }
     rc = run_planners(&rs, ctx->pl.planners, ctx->pl.n, ctx->c->slots, ctx->c->lambda_eval, ctx->c, rows, err);
+    if (rc == TSIM_OK && ctx->frontier)
+        rc = cell_frontier(&rs, rows, ctx->pl.n, ctx->c, ctx->frontier + (size_t)cell * 2 * TSIM_BOUNDS_BUDGETS, err);
     record_set_free(&rs);
     if (rc) /* ten traces: say which one */
         tsim_error_prefix(err, "%s", path);
@@ -389,6 +419,22 @@ static cJSON *break_even_json(const char *a, const char *b, double intra_a, doub
     return j;
 }
 
+/* extra.frontier: per cell, the budgets and the mean least rho_after. */
+static void frontier_json(tsim_study *out, const double *frontier, int cells)
+{
+    cJSON *arr = cJSON_AddArrayToObject(out->extra, "frontier");
+    for (int cell = 0; cell < cells; cell++) {
+        const double *f = frontier + (size_t)cell * 2 * TSIM_BOUNDS_BUDGETS;
+        cJSON *j = cJSON_CreateObject();
+        char key[64];
+        snprintf(key, sizeof key, "ep%d.imb%d", table1_eps[cell / 5], (int)lround(table1_imbalances[cell % 5] * 100));
+        cJSON_AddStringToObject(j, "key", key);
+        cJSON_AddItemToObject(j, "weighted", cJSON_CreateDoubleArray(f, TSIM_BOUNDS_BUDGETS));
+        cJSON_AddItemToObject(j, "rho_after", cJSON_CreateDoubleArray(f + TSIM_BOUNDS_BUDGETS, TSIM_BOUNDS_BUDGETS));
+        cJSON_AddItemToArray(arr, j);
+    }
+}
+
 int tsim_run_table1(const tsim_study_config *c, tsim_study *out, tsim_error *err)
 {
     tsim_study_init(out, "table1");
@@ -405,9 +451,18 @@ int tsim_run_table1(const tsim_study_config *c, tsim_study *out, tsim_error *err
         ctx.rows[i].lambda_plan = ctx.rows[i].lambda_eval = NAN;
         ctx.rows[i].seeds = 1;
     }
+    /* The frontier figure's data: whole runs only (a shard's merge would drop it). */
+    if (c->bounds && c->shard_count == 0 &&
+        !(ctx.frontier = calloc((size_t)cells * 2 * TSIM_BOUNDS_BUDGETS, sizeof *ctx.frontier))) {
+        free(ctx.rows);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
     rc = run_grid(c, cells, table1_job, &ctx, err);
     if (rc == TSIM_OK)
         rc = copy_points(out, c, ctx.rows, cells, ctx.pl.n, err);
+    if (rc == TSIM_OK && ctx.frontier)
+        frontier_json(out, ctx.frontier, cells);
+    free(ctx.frontier);
     free(ctx.rows);
     if (rc)
         return rc;

@@ -27,6 +27,7 @@ typedef struct {
     bool timing;                /* measure plan_ns */
     bool step_model_on;
     tsim_step_model step_model;
+    bool bounds;                /* --bounds: excess_imbalance and excess_cost (bounds.h) */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
     /* --shard I/N: only grid points I, I+N, ... run, and the study stays

@@ -309,6 +309,8 @@ static int run_cell(const tsim_study_config *c, const tsim_regime *r, int cell, 
         s[p].timing = c->timing;
         s[p].step_model_on = c->step_model_on;
         s[p].step_model = c->step_model;
+        if (c->bounds && (rc = tsim_session_enable_bounds(&s[p], err)))
+            break;
     }
     const tsim_record *rec;
     while (!rc && tsim_gen_next(g, &rec, NULL) == 1)

@@ -66,6 +66,8 @@ void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int
     }
     for (int b = 0; b < TSIM_NOTE_KINDS; b++)
         row->notes[b] = s->results[planner].note_records[b];
+    row->bounds_on = s->bounds != NULL;
+    row->bounds_fit = s->bounds ? s->bounds_fit[planner] : 0;
 }
 
 static bool stat_of(const tsim_summary *sum, const char *stat, double *v)
@@ -213,6 +215,8 @@ cJSON *tsim_study_json(const tsim_study *s)
         for (int m = 0; m < TSIM_M_COUNT; m++)
             if (r->metric_on[m])
                 cJSON_AddItemToObject(metrics, tsim_metric_names[m], tsim_summary_json(&r->metrics[m]));
+        if (r->bounds_on && r->bounds_fit) /* --bounds: why excess_* are absent */
+            cJSON_AddStringToObject(j, "bounds", tsim_bounds_fit_text(r->bounds_fit));
         cJSON *notes = NULL;
         for (int b = 0; b < TSIM_NOTE_KINDS; b++)
             if (r->notes[b]) {

@@ -39,6 +39,10 @@ typedef struct {
     bool metric_on[TSIM_M_COUNT];
     tsim_summary metrics[TSIM_M_COUNT];
     int64_t notes[TSIM_NOTE_KINDS];
+    /* --bounds: the excess metrics were measured (bounds_on), and why they
+     * are n/a for this planner (tsim_bounds_fit; 0: in the model). */
+    bool bounds_on;
+    int bounds_fit;
 } tsim_study_row;
 
 typedef struct {
@@ -78,6 +82,10 @@ int tsim_study_check_gates(const tsim_study *s, const char *const *gates, int n,
 
 /* The JSON result: tool, version, command, study, params, results[], extra fields. */
 struct cJSON *tsim_study_json(const tsim_study *s);
+
+/* --bounds: the section of excess metrics per cell and planner (markdown),
+ * after a study's table; nothing when no row measured them (bounds_print.c). */
+int tsim_study_print_bounds(FILE *out, const tsim_study *s);
 
 /* Table 1's paper values hold for K = 2 and lambda = 3 only: true when the
  * study ran at those (its params), so they may stand beside ours. */

@@ -1,0 +1,1 @@
+sed "s/\"rho_after\":[[:space:]]*\[/\"rho\":[/" tests/data/i23b-table1-bounds.json > $TMP/bad.json; { $TAOTSIM plot $TMP/bad.json -o $TMP/p --format none; echo "exit $?"; } 2>&1 | sed "s#$TMP#TMP#g"; ls $TMP/p 2>/dev/null | wc -l

@@ -1,0 +1,1 @@
+$TAOTSIM plot tests/data/i23b-table1-bounds.json -o $TMP/p --format none | sed "s#$TMP#TMP#g" | grep frontier_ep16_imb50; cat $TMP/p/table1_frontier_ep16_imb50.dat $TMP/p/table1_frontier_ep16_imb50.gp
