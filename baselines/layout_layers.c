@@ -1,6 +1,7 @@
 #include "layout_layers.h"
 #include "search.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,7 @@ void tsim_layout_layers_free(tsim_layout_layers *ls)
     free(ls->layers);
     free(ls->d0);
     free(ls->static_home);
+    tsim_layout_table_free(&ls->fixed);
     memset(ls, 0, sizeof *ls);
 }
 
@@ -75,6 +77,12 @@ tsim_layout_layer *tsim_layout_layers_get(tsim_layout_layers *ls, int64_t layer,
         ls->cap = cap;
     }
     const size_t P = (size_t)ls->R * (size_t)ls->S;
+    const int32_t *start = ls->d0;
+    if (ls->has_fixed && !(start = tsim_layout_table_find(&ls->fixed, layer))) {
+        tsim_error_set(err, TSIM_E_INPUT, "%s: --%s-layout %s has no layout for layer %lld", ls->planner, ls->planner,
+                       ls->fixed_path, (long long)layer);
+        return NULL;
+    }
     tsim_layout_layer l = {.layer = layer};
     l.layout = malloc(sizeof *l.layout * P);
     l.home = malloc(sizeof *l.home * (size_t)ls->E);
@@ -86,7 +94,7 @@ tsim_layout_layer *tsim_layout_layers_get(tsim_layout_layers *ls, int64_t layer,
         tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the layers' layouts");
         return NULL;
     }
-    memcpy(l.layout, ls->d0, sizeof *l.layout * P);
+    memcpy(l.layout, start, sizeof *l.layout * P);
     memcpy(l.home, ls->static_home, sizeof *l.home * (size_t)ls->E);
     memmove(ls->layers + at + 1, ls->layers + at, sizeof *ls->layers * (size_t)(ls->count - at));
     ls->layers[at] = l;
@@ -104,4 +112,19 @@ int tsim_layout_history_parse(const char *planner, const char *text, int *out, t
         }
     return tsim_error_set(err, TSIM_E_INPUT, "%s: unknown --%s-history '%s' (prev, oracle, none)", planner, planner,
                           text);
+}
+
+int tsim_layout_layers_load_fixed(tsim_layout_layers *ls, const char *planner, const char *path, tsim_error *err)
+{
+    snprintf(ls->planner, sizeof ls->planner, "%s", planner);
+    snprintf(ls->fixed_path, sizeof ls->fixed_path, "%s", path);
+    int rc = tsim_layout_read(path, &ls->fixed, NULL, err);
+    if (!rc)
+        rc = tsim_layout_check(&ls->fixed, ls->R, ls->S, ls->E, path, err);
+    if (rc) {
+        tsim_error_prefix(err, "%s: --%s-layout", planner, planner);
+        return rc;
+    }
+    ls->has_fixed = true;
+    return TSIM_OK;
 }

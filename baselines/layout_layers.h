@@ -5,10 +5,12 @@
 #ifndef TSIM_LAYOUT_LAYERS_H
 #define TSIM_LAYOUT_LAYERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
+#include "layout_io.h"
 #include "topology.h"
 
 /* When a layout planner recomputes its layout: from the window since the
@@ -35,6 +37,12 @@ typedef struct {
     int32_t *static_home;  /* [E] */
     tsim_layout_layer *layers; /* sorted by layer id */
     int count, cap;
+    /* A fixed layout (--PLANNER-layout FILE): a new layer starts from its
+     * row instead of D0, and a layer the file lacks is an input error. */
+    bool has_fixed;
+    tsim_layout_table fixed;
+    char fixed_path[256];
+    char planner[16];
 } tsim_layout_layers;
 
 /* D0[r][j] = Q[(r * hpr + j) mod E], Q the experts by (home rank, id). */
@@ -42,8 +50,14 @@ int tsim_layout_layers_init(tsim_layout_layers *ls, const tsim_topology *topo, i
                             tsim_error *err);
 void tsim_layout_layers_free(tsim_layout_layers *ls);
 
+/* Reads the layout file at path (SGLang or TensorRT-LLM JSON, layout_io.h)
+ * and checks it against this topology; every layer then starts from the
+ * file's row. planner names the option in messages ("trtllm"). */
+int tsim_layout_layers_load_fixed(tsim_layout_layers *ls, const char *planner, const char *path, tsim_error *err);
+
 /* The layer's state, created on first sight (the only allocation after init,
- * once per layer); NULL with err set when out of memory. */
+ * once per layer); NULL with err set when out of memory, or (TSIM_E_INPUT)
+ * when a fixed layout has no row for the layer. */
 tsim_layout_layer *tsim_layout_layers_get(tsim_layout_layers *ls, int64_t layer, tsim_error *err);
 
 /* The layer's state, or NULL when never seen. */

@@ -178,6 +178,9 @@ static const tsim_option_spec trtllm_options[] = {
      .hi = 1073741824, .arg = "N", .def = "8", .help = "TensorRT-LLM: records of a layer between updates"},
     {.name = "trtllm-decay", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_trtllm_options, decay), .lo = 0,
      .hi = 1, .arg = "X", .def = "0.95", .help = "TensorRT-LLM: load-factor decay, read as float32"},
+    {.name = "trtllm-layout", .type = TSIM_OPTION_STRING, .offset = offsetof(tsim_trtllm_options, layout),
+     .size = sizeof(((tsim_trtllm_options *)0)->layout), .arg = "FILE", .def = "",
+     .help = "TensorRT-LLM: serve this layout (SGLang or TensorRT-LLM JSON, docs/export.md), never update (default: none)"},
     {0},
 };
 
@@ -193,6 +196,7 @@ const tsim_planner_desc tsim_planner_trtllm = {
     .free = trtllm_free,
     .prime = trtllm_prime,
     .prime_window = trtllm_prime_window,
+    .weights_from_host = true,
 };
 
 /* ---- swift ----------------------------------------------------------------- */
@@ -234,6 +238,9 @@ static const tsim_option_spec swift_options[] = {
      .hi = 1073741824, .arg = "N", .def = "8", .help = "SwiftBalancer: records of a layer between updates"},
     {.name = "swift-tp", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_swift_options, tp), .lo = 1,
      .hi = 1073741824, .arg = "N", .def = "1", .help = "SwiftBalancer: attention TP size inside EP"},
+    {.name = "swift-layout", .type = TSIM_OPTION_STRING, .offset = offsetof(tsim_swift_options, layout),
+     .size = sizeof(((tsim_swift_options *)0)->layout), .arg = "FILE", .def = "",
+     .help = "SwiftBalancer: serve this layout (SGLang or TensorRT-LLM JSON, docs/export.md), never update (default: none)"},
     {0},
 };
 

@@ -47,6 +47,7 @@ void tsim_swift_options_default(tsim_swift_options *opt)
     opt->history = TSIM_SWIFT_HISTORY_PREV;
     opt->interval = 8;
     opt->tp = 1;
+    opt->layout[0] = '\0';
 }
 
 void tsim_swift_free(tsim_swift *s)
@@ -104,6 +105,11 @@ int tsim_swift_init(tsim_swift **out, const tsim_topology *topo, int slots, cons
     rc = tsim_layout_layers_init(&s->layers, topo, slots, sizeof(int64_t) * (size_t)E, err);
     if (rc == TSIM_OK)
         rc = tsim_eplb_hosts_init(&s->hosts, R, E, s->S, topo->ranks_per_node, err);
+    /* A fixed layout serves every record: no update ever runs. */
+    if (rc == TSIM_OK && opt->layout[0]) {
+        rc = tsim_layout_layers_load_fixed(&s->layers, "swift", opt->layout, err);
+        s->opt.history = TSIM_SWIFT_HISTORY_NONE;
+    }
     if (rc != TSIM_OK) {
         tsim_swift_free(s);
         return rc;
@@ -501,7 +507,7 @@ int tsim_swift_plan(tsim_swift *s, const tsim_record *rec, tsim_plan *plan, tsim
         return tsim_error_set(err, TSIM_E_INTERNAL, "swift: plan rows have %d ranks, expected %d", plan->ranks, R);
     tsim_layout_layer *l = tsim_layout_layers_get(&s->layers, rec->layer, err);
     if (!l)
-        return TSIM_E_INTERNAL;
+        return err->code ? err->code : TSIM_E_INTERNAL; /* a fixed layout may lack the layer */
     tsim_record_expert_totals(rec, s->tpe);
     int64_t *window = l->window;
     const bool oracle = s->opt.history == TSIM_SWIFT_HISTORY_ORACLE;
@@ -526,6 +532,10 @@ int tsim_swift_plan(tsim_swift *s, const tsim_record *rec, tsim_plan *plan, tsim
     if (!placement)
         return tsim_error_set(err, TSIM_E_INTERNAL, "swift: out of memory for a placement");
     memcpy(placement, l->home, sizeof *placement * (size_t)E);
+    int32_t *layout = tsim_plan_layout(plan, s->P); /* for --export-layout */
+    if (!layout)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "swift: out of memory for a layout");
+    memcpy(layout, l->layout, sizeof *layout * (size_t)s->P);
     const tsim_eplb_hosts *h = &s->hosts;
     for (int i = 0; i < h->replicas; i++)
         if (tsim_plan_add(plan, h->replica_expert[i], h->replica_gpu[i], h->replica_slot[i], 0) != i)

@@ -28,6 +28,7 @@ typedef struct {
     int history;  /* TSIM_SWIFT_HISTORY_* (prev) */
     int interval; /* records of a layer between updates (8) */
     int tp;       /* attention TP size inside EP, for the copy choice (1) */
+    char layout[192]; /* a fixed layout file (docs/export.md): served, never updated; "" none */
 } tsim_swift_options;
 
 typedef struct tsim_swift tsim_swift;

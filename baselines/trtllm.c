@@ -35,6 +35,7 @@ void tsim_trtllm_options_default(tsim_trtllm_options *opt)
     opt->history = TSIM_TRTLLM_HISTORY_PREV;
     opt->interval = 8;
     opt->decay = 0.95;
+    opt->layout[0] = '\0';
 }
 
 void tsim_trtllm_free(tsim_trtllm *t)
@@ -94,6 +95,11 @@ int tsim_trtllm_init(tsim_trtllm **out, const tsim_topology *topo, int slots, co
     rc = tsim_layout_layers_init(&t->layers, topo, slots, sizeof(float) * (size_t)E, err);
     if (rc == TSIM_OK)
         rc = tsim_eplb_hosts_init(&t->hosts, R, E, t->S, topo->ranks_per_node, err);
+    /* A fixed layout serves every record: no update ever runs. */
+    if (rc == TSIM_OK && opt->layout[0]) {
+        rc = tsim_layout_layers_load_fixed(&t->layers, "trtllm", opt->layout, err);
+        t->opt.history = TSIM_TRTLLM_HISTORY_NONE;
+    }
     if (rc != TSIM_OK) {
         tsim_trtllm_free(t);
         return rc;
@@ -239,7 +245,7 @@ int tsim_trtllm_plan(tsim_trtllm *t, const tsim_record *rec, tsim_plan *plan, ts
         return tsim_error_set(err, TSIM_E_INTERNAL, "trtllm: plan rows have %d ranks, expected %d", plan->ranks, R);
     tsim_layout_layer *l = tsim_layout_layers_get(&t->layers, rec->layer, err);
     if (!l)
-        return TSIM_E_INTERNAL;
+        return err->code ? err->code : TSIM_E_INTERNAL; /* a fixed layout may lack the layer */
     tsim_record_expert_totals(rec, t->tpe);
     const float *lf = update_weights(t, l);
     if (lf) {
@@ -262,6 +268,10 @@ int tsim_trtllm_plan(tsim_trtllm *t, const tsim_record *rec, tsim_plan *plan, ts
     if (!placement)
         return tsim_error_set(err, TSIM_E_INTERNAL, "trtllm: out of memory for a placement");
     memcpy(placement, l->home, sizeof *placement * (size_t)E);
+    int32_t *layout = tsim_plan_layout(plan, t->P); /* for --export-layout */
+    if (!layout)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "trtllm: out of memory for a layout");
+    memcpy(layout, l->layout, sizeof *layout * (size_t)t->P);
     const tsim_eplb_hosts *h = &t->hosts;
     for (int i = 0; i < h->replicas; i++)
         if (tsim_plan_add(plan, h->replica_expert[i], h->replica_gpu[i], h->replica_slot[i], 0) != i)

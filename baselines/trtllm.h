@@ -27,6 +27,7 @@ typedef struct {
     int history;  /* TSIM_TRTLLM_HISTORY_* (prev) */
     int interval; /* records of a layer between updates (8) */
     double decay; /* load-factor decay, read as float32 (0.95) */
+    char layout[192]; /* a fixed layout file (docs/export.md): served, never updated; "" none */
 } tsim_trtllm_options;
 
 typedef struct tsim_trtllm tsim_trtllm;

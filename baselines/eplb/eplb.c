@@ -7,11 +7,13 @@
 #include "eplb.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "search.h"
 #include "eplb_layout.h"
+#include "layout_io.h"
 
 typedef struct {
     int64_t layer;
@@ -32,6 +34,10 @@ typedef struct {
     eplb_layer *layers;        /* sorted by layer id */
     int layer_count, layer_cap;
     bool recomputed;
+    /* --eplb-layout FILE: every layer serves the file's row, never recomputed */
+    bool has_fixed;
+    tsim_layout_table fixed;
+    char fixed_path[192];
 } eplb_state;
 
 static void eplb_free(void *state);
@@ -87,6 +93,19 @@ static int eplb_init(void **state, const tsim_topology *topo, const tsim_planner
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the eplb planner");
     }
     memcpy(s->static_home, topo->home, sizeof *s->static_home * (size_t)E);
+    if (o->layout[0]) {
+        snprintf(s->fixed_path, sizeof s->fixed_path, "%s", o->layout);
+        rc = tsim_layout_read(o->layout, &s->fixed, NULL, err);
+        if (!rc)
+            rc = tsim_layout_check(&s->fixed, R, per_gpu, E, o->layout, err);
+        if (rc) {
+            tsim_error_prefix(err, "eplb: --eplb-layout");
+            eplb_free(s);
+            return rc;
+        }
+        s->has_fixed = true;
+        s->history = TSIM_EPLB_HISTORY_NONE;
+    }
     *state = s;
     return TSIM_OK;
 }
@@ -108,6 +127,7 @@ static void eplb_free(void *state)
     free(s->phyrank);
     free(s->logcnt);
     free(s->tpe);
+    tsim_layout_table_free(&s->fixed);
     free(s);
 }
 
@@ -130,6 +150,12 @@ static eplb_layer *layer_get(eplb_state *s, int64_t layer, tsim_error *err)
     if (at >= 0)
         return &s->layers[at];
     at = -at - 1;
+    const int32_t *fixed = NULL;
+    if (s->has_fixed && !(fixed = tsim_layout_table_find(&s->fixed, layer))) {
+        tsim_error_set(err, TSIM_E_INPUT, "eplb: --eplb-layout %s has no layout for layer %lld", s->fixed_path,
+                       (long long)layer);
+        return NULL;
+    }
     if (s->layer_count == s->layer_cap) {
         int cap = s->layer_cap ? 2 * s->layer_cap : 8;
         eplb_layer *grown = realloc(s->layers, sizeof *grown * (size_t)cap);
@@ -152,6 +178,14 @@ static eplb_layer *layer_get(eplb_state *s, int64_t layer, tsim_error *err)
         return NULL;
     }
     memcpy(l.home, s->static_home, sizeof *l.home * (size_t)s->E);
+    if (fixed) {
+        /* A fixed layout is in force from the first record; home' as after a
+         * recomputation from the static map (3.3). */
+        memcpy(l.phy2log, fixed, sizeof *l.phy2log * (size_t)s->P);
+        tsim_eplb_hosts_build(&s->hosts, l.phy2log, l.home);
+        memcpy(l.home, s->hosts.home, sizeof *l.home * (size_t)s->E);
+        l.has_layout = true;
+    }
     memmove(s->layers + at + 1, s->layers + at, sizeof *s->layers * (size_t)(s->layer_count - at));
     s->layers[at] = l;
     s->layer_count++;
@@ -189,7 +223,7 @@ static int eplb_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_e
         return tsim_error_set(err, TSIM_E_INTERNAL, "eplb: plan rows are %d wide, R = %d", out->ranks, s->R);
     eplb_layer *l = layer_get(s, rec->layer, err);
     if (!l)
-        return TSIM_E_INTERNAL;
+        return err->code ? err->code : TSIM_E_INTERNAL; /* a fixed layout may lack the layer */
     tsim_record_expert_totals(rec, s->tpe);
 
     const int64_t *weights = recompute_weights(s, l);
@@ -219,6 +253,10 @@ static int eplb_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_e
     memcpy(placement, l->home, sizeof *placement * (size_t)s->E);
     if (!l->has_layout)
         return TSIM_OK; /* cold: the static map, no replicas */
+    int32_t *layout = tsim_plan_layout(out, s->P); /* for --export-layout */
+    if (!layout)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for an eplb layout");
+    memcpy(layout, l->phy2log, sizeof *layout * (size_t)s->P);
 
     const tsim_eplb_hosts *h = &s->hosts;
     for (int i = 0; i < h->replicas; i++)
@@ -278,6 +316,9 @@ static const tsim_option_spec eplb_options[] = {
     {.name = "eplb-groups", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_eplb_options, groups), .lo = 1, .hi = 1073741824, .arg = "G", .def = "1", .help = "EPLB: the router's expert groups, num_groups"},
     {.name = "eplb-history", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_eplb_options, history), .choices = "prev|oracle|none", .arg = "prev|oracle|none", .def = "prev", .help = "EPLB: what the layout is computed from"},
     {.name = "eplb-interval", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_eplb_options, interval), .lo = 1, .hi = 1073741824, .arg = "N", .def = "8", .help = "EPLB: records of a layer between recomputations"},
+    {.name = "eplb-layout", .type = TSIM_OPTION_STRING, .offset = offsetof(tsim_eplb_options, layout),
+     .size = sizeof(((tsim_eplb_options *)0)->layout), .arg = "FILE", .def = "",
+     .help = "EPLB: serve this layout (SGLang or TensorRT-LLM JSON, docs/export.md), never recompute (default: none)"},
     {0},
 };
 

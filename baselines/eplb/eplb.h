@@ -18,6 +18,7 @@ typedef struct {
     int groups;          /* EPLB's num_groups (1) */
     int history;         /* TSIM_EPLB_HISTORY_* (prev default) */
     int interval;        /* records of a layer between recomputations under prev (8) */
+    char layout[192];    /* a fixed layout file (docs/export.md): served, never recomputed; "" none */
 } tsim_eplb_options;
 
 extern const tsim_planner_desc tsim_planner_eplb;

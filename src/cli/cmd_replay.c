@@ -15,6 +15,7 @@
 #include "planner.h"
 #include "registry.h"
 #include "replay_output.h"
+#include "replay_traffic.h"
 #include "shard_cli.h"
 #include "report.h"
 #include "session.h"
@@ -63,8 +64,9 @@ static void replay_help(void)
            "  -j, --jobs N         plan on N threads (default 1); the same bytes for any N\n"
            "                       (JSON: all but \"command\", the command line as typed)\n"
            "  --shard I/N          run shard I (from 0) of N and write its partial result (JSON)\n"
-           "                       for 'taotsim merge'; see below\n"
-           "  -h, --help           this help\n"
+           "                       for 'taotsim merge'; see below\n");
+    fputs(TSIM_RX_HELP, stdout);
+    printf("  -h, --help           this help\n"
            "\n"
            "Memory stays flat on long traces: past %d records (unless --per-record\n"
            "is given) the metrics are summarised as they stream by. mean, std, min\n"
@@ -91,14 +93,16 @@ typedef struct {
     bool dumping;
     const char *trace_path;
     const int32_t *home; /* the trace's explicit home map, or NULL */
+    tsim_replay_extras *extras; /* --traffic, --export-layout */
 } replay_hook_ctx;
 
 static int dump_hook(void *ctx_, tsim_session *s, int planner, const tsim_record *rec, tsim_plan *plan,
                      const tsim_metrics *m, tsim_error *err)
 {
     replay_hook_ctx *ctx = ctx_;
-    if (!ctx->dumping)
-        return TSIM_OK;
+    int rc = tsim_replay_extras_plan(ctx->extras, s, planner, rec, plan, err);
+    if (rc || !ctx->dumping)
+        return rc;
     const tsim_planner *p = &s->planners[planner];
     char name[160];
     snprintf(name, sizeof name, "record-%lld", (long long)rec->index);
@@ -180,6 +184,7 @@ static const tsim_cli_option replay_options[] = {
     {"array", 0, true, OPT_ARRAY},
     {"jobs", 'j', true, OPT_JOBS},
     {"shard", 0, true, OPT_SHARD},
+    TSIM_RX_OPTIONS,
     {0},
 };
 
@@ -199,6 +204,7 @@ typedef struct {
     int jobs;
     tsim_shard shard;
     bool format_given;
+    tsim_replay_extras extras;
 } replay_args;
 
 static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
@@ -274,6 +280,15 @@ static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
     case OPT_ARRAY:
         a->ropts.array = val;
         return TSIM_OK;
+    case TSIM_RX_TRAFFIC:
+    case TSIM_RX_HIDDEN_BYTES:
+    case TSIM_RX_EXPERT_MB:
+    case TSIM_RX_TRAFFIC_OUT:
+    case TSIM_RX_PLOTS:
+    case TSIM_RX_PLOT_FORMAT:
+    case TSIM_RX_EXPORT_LAYOUT:
+    case TSIM_RX_EXPORT_FORMAT:
+        return tsim_replay_extras_option(&a->extras, id, val, err);
     default:
         return tsim_error_set(err, TSIM_E_INTERNAL, "replay: option %d has no handler", id);
     }
@@ -304,6 +319,7 @@ static int replay_parse(int argc, char **argv, replay_args *a)
                        .lambda_eval = 3.0, .jobs = 1};
     tsim_planner_options_default(&a->base);
     tsim_step_model_default(&a->step_model);
+    tsim_replay_extras_default(&a->extras);
     const tsim_cli_parser parser = {
         .cmd = "replay", .options = replay_options, .planner = &a->base, .step_model = &a->step_model,
         .on_option = replay_option, .on_positional = replay_positional, .ctx = a,
@@ -458,6 +474,9 @@ static int replay_parse_checked(int argc, char **argv, replay_args *a)
         if (a->dump_path)
             return tsim_cli_usage_error("replay", "--dump-plans does not combine with --shard");
     }
+    tsim_error err = {0};
+    if (tsim_replay_extras_check(&a->extras, a->shard.count > 0, &err))
+        return tsim_cli_usage_error("replay", "%s", err.msg);
     return 0;
 }
 
@@ -496,10 +515,13 @@ static int replay_setup(replay_run *x)
         return tsim_cli_usage_error(cmd, "%s", x->err.msg);
     /* Outputs are checked before any work: each one writable, none the same
      * file as the trace or as the other. */
-    const char *outputs[] = {a->out_path, a->dump_path};
-    const char *flags[] = {"-o", "--dump-plans"};
-    if (tsim_outfile_check_writable(a->out_path, &x->err) || tsim_outfile_check_writable(a->dump_path, &x->err) ||
-        tsim_outfile_check_distinct(outputs, flags, 2, &a->path, 1, &x->err))
+    const char *outputs[4] = {a->out_path, a->dump_path};
+    const char *flags[4] = {"-o", "--dump-plans"};
+    const int n_out = 2 + tsim_replay_extras_outputs(&a->extras, outputs + 2, flags + 2);
+    for (int i = 0; i < n_out; i++)
+        if (tsim_outfile_check_writable(outputs[i], &x->err))
+            return tsim_cli_fail(cmd, &x->err);
+    if (tsim_outfile_check_distinct(outputs, flags, n_out, &a->path, 1, &x->err))
         return tsim_cli_fail(cmd, &x->err);
     /* A shard needs the record count for its range, and the layers' order
      * for the planners that take whole layers. */
@@ -530,7 +552,12 @@ static int replay_setup(replay_run *x)
      * exactly what they always did. */
     tsim_session_bound_memory(s, TSIM_SESSION_EXACT_RECORDS);
     s->pipeline = true; /* external planners get --exec-window records in flight; drained below */
-    x->hctx = (replay_hook_ctx){.trace_path = a->path, .home = x->h->home};
+    x->hctx = (replay_hook_ctx){.trace_path = a->path, .home = x->h->home, .extras = &a->extras};
+    if (tsim_replay_extras_start(&a->extras, s, &x->err)) {
+        if (x->err.code == TSIM_E_INPUT && a->extras.export_path && a->extras.export_planner < 0)
+            return tsim_cli_usage_error(cmd, "%s", x->err.msg);
+        return tsim_cli_fail(cmd, &x->err);
+    }
     if (a->dump_path) {
         if (tsim_outfile_open(&x->hctx.dump, a->dump_path, &x->err))
             return tsim_cli_fail(cmd, &x->err);
@@ -638,10 +665,12 @@ static int replay_emit(replay_run *x)
     oo->trace_path = x->a.path;
     oo->header = x->h;
     oo->records = tsim_reader_count(x->reader);
+    oo->traffic = x->a.extras.traffic_ready ? &x->a.extras.traffic : NULL;
     /* Both files written and flushed before either is renamed into place: a
      * full disk under either leaves neither behind. */
     if (tsim_replay_output_print(x->out.fp, &x->s, oo, &x->err) || tsim_outfile_flush(&x->out, &x->err) ||
-        (x->hctx.dumping && tsim_outfile_flush(&x->hctx.dump, &x->err)))
+        (x->hctx.dumping && tsim_outfile_flush(&x->hctx.dump, &x->err)) ||
+        tsim_replay_extras_write(&x->a.extras, &x->s, x->a.path, &x->err))
         return tsim_cli_fail(cmd, &x->err);
     /* The gates are checked before anything is renamed into place: a gate
      * that names nothing in the result is a usage error (exit 2), and exit 2
@@ -654,7 +683,8 @@ static int replay_emit(replay_run *x)
         return tsim_cli_fail(cmd, &x->err);
     }
     x->hctx.dumping = false;
-    if (tsim_outfile_commit(&x->out, &x->err))
+    if (tsim_replay_extras_commit(&x->a.extras, &x->s, x->a.path, &x->err) ||
+        tsim_outfile_commit(&x->out, &x->err))
         return tsim_cli_fail(cmd, &x->err);
     return gate_status;
 }
@@ -662,6 +692,7 @@ static int replay_emit(replay_run *x)
 static void replay_free(replay_run *x)
 {
     tsim_session_jobs_free(x->jobs);
+    tsim_replay_extras_free(&x->a.extras);
     if (x->hctx.dumping)
         tsim_outfile_abort(&x->hctx.dump);
     tsim_outfile_abort(&x->out);

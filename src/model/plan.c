@@ -25,6 +25,9 @@ void tsim_plan_free(tsim_plan *p)
     free(p->replicas);
     free(p->alloc);
     free(p->placement);
+    free(p->layout);
+    p->layout = NULL;
+    p->layout_positions = p->layout_cap = 0;
     p->replicas = NULL;
     p->alloc = NULL;
     p->placement = NULL;
@@ -37,6 +40,22 @@ void tsim_plan_reset(tsim_plan *p)
     p->count = 0;
     p->notes = 0;
     p->placement_experts = 0;
+    p->layout_positions = 0;
+}
+
+int32_t *tsim_plan_layout(tsim_plan *p, int positions)
+{
+    if (positions < 1)
+        return NULL;
+    if (positions > p->layout_cap) {
+        int32_t *grown = realloc(p->layout, sizeof *grown * (size_t)positions);
+        if (!grown)
+            return NULL;
+        p->layout = grown;
+        p->layout_cap = positions;
+    }
+    p->layout_positions = positions;
+    return p->layout;
 }
 
 int32_t *tsim_plan_placement(tsim_plan *p, int experts)

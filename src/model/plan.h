@@ -37,6 +37,13 @@ typedef struct {
     int placement_experts;
     int placement_cap;
     int32_t *placement;
+    /* Optional layout (production-balancers.md 1.1) for planners whose plans
+     * are layouts (eplb, trtllm, swift): the expert at each of the R * S
+     * physical positions in force for this record; 0 = none. Kept across
+     * resets like the placement; read by --export-layout, never scored. */
+    int layout_positions;
+    int layout_cap;
+    int32_t *layout;
 } tsim_plan;
 
 int tsim_plan_init(tsim_plan *p, int ranks, int capacity, tsim_error *err);
@@ -49,6 +56,11 @@ void tsim_plan_reset(tsim_plan *p);
  * fill with home'(e) (contents undefined until then). Allocates only when E
  * outgrows the array. NULL when out of memory. */
 int32_t *tsim_plan_placement(tsim_plan *p, int experts);
+
+/* Gives the plan a layout of n physical positions and returns it for the
+ * planner to fill (allocates only when n outgrows the array); NULL when out
+ * of memory. */
+int32_t *tsim_plan_layout(tsim_plan *p, int positions);
 
 static inline bool tsim_plan_has_placement(const tsim_plan *p)
 {

@@ -61,7 +61,8 @@ int tsim_option_apply(const tsim_option_spec *spec, void *options, const char *v
         *(bool *)field = false;
         return TSIM_OK;
     }
-    if (!value || !*value)
+    /* an empty text is a value only for strings (a file option's "none") */
+    if (!value || (!*value && spec->type != TSIM_OPTION_STRING))
         return tsim_error_set(err, TSIM_E_INPUT, "%s needs a value", what);
     switch (spec->type) {
     case TSIM_OPTION_DOUBLE:
@@ -247,6 +248,11 @@ void tsim_planner_options_each(const tsim_planner *p, tsim_option_visit fn, void
         p->desc->options_each(&p->common, fn, ctx);
         return;
     }
-    for (const tsim_option_spec *o = p->desc->options; o && o->name; o++)
+    for (const tsim_option_spec *o = p->desc->options; o && o->name; o++) {
+        /* An unset file option (--eplb-layout) is left out, so results
+         * without one read exactly as before it existed. */
+        if (o->type == TSIM_OPTION_STRING && !*((const char *)p->own.bytes + o->offset))
+            continue;
         tsim_option_visit_one(p->desc->name, o, p->own.bytes, fn, ctx);
+    }
 }

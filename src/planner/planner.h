@@ -163,6 +163,10 @@ typedef struct tsim_planner_desc {
     bool external;
     /* It reads lambda_plan (recorded in its JSON options). */
     bool reads_lambda_plan;
+    /* Its copies' weights come from host memory, not from another GPU
+     * (TensorRT-LLM's HostMemoryMoeWeightUpdater): --traffic shows them as
+     * host traffic per rank. */
+    bool weights_from_host;
     /* Optional, for planners whose table is not static (plugins): calls fn
      * for each of this configured planner's options. */
     void (*options_each)(const tsim_planner_common *common, tsim_option_visit fn, void *ctx);

@@ -1,4 +1,5 @@
 #include "replay_output.h"
+#include "traffic.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -238,6 +239,8 @@ cJSON *tsim_replay_json(const tsim_session *s, const tsim_replay_output_options 
         }
         cJSON_AddItemToArray(results, r);
     }
+    if (o->traffic)
+        cJSON_AddItemToObject(root, "traffic", tsim_traffic_summary_json(o->traffic, s));
     return root;
 }
 
@@ -273,6 +276,8 @@ int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay
               "layer (mean per record), within a node or across nodes; weight moves at a rebalance, not part of "
               "weighted.\n",
               out);
+    if (o->traffic && tsim_traffic_print(out, o->traffic, s, o->format))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     if (o->per_record) {
         fputs("\n## per record\n\n", out);
         if (print_per_record(out, s, o->format))

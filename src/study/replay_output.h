@@ -17,6 +17,7 @@ typedef struct {
     const char *trace_path;
     const tsim_trace_header *header;
     int64_t records;
+    const struct tsim_traffic *traffic; /* --traffic: a table (md, csv) or "traffic" (JSON); NULL none */
 } tsim_replay_output_options;
 
 int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay_output_options *o, tsim_error *err);
