@@ -83,14 +83,34 @@ static void describe(const tsim_study_row *r, char *buf, size_t n)
         snprintf(buf + used, n - used, " lambda_plan %g", set.lambda_plan);
 }
 
-static cJSON *recommendation_json(const tsim_study *s, int best, int reaching, int same_memory, double target)
+/* The deployable row with the best mean balancedness (the first on a tie), or -1. */
+static int best_balanced(const tsim_study *s, const tsim_advise_score *sc)
+{
+    int top = -1;
+    for (int i = 0; i < s->n; i++)
+        if (deployable(&s->rows[i]) && (top < 0 || sc[i].balancedness > sc[top].balancedness))
+            top = i;
+    return top;
+}
+
+static cJSON *recommendation_json(const tsim_study *s, const tsim_advise_score *all, int best, int reaching,
+                                  int same_memory, double target)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "target_balancedness", target);
     char what[160], reason[640];
     if (best < 0) {
+        const int top = best_balanced(s, all);
+        if (top >= 0) {
+            describe(&s->rows[top], what, sizeof what);
+            snprintf(reason, sizeof reason,
+                     "none: no deployable setting reaches balancedness %.2f; the most balanced is %s (%.4f)", target,
+                     what, all[top].balancedness);
+        } else {
+            snprintf(reason, sizeof reason, "none: no deployable setting ran");
+        }
         cJSON_AddNullToObject(j, "planner");
-        cJSON_AddStringToObject(j, "reason", "no deployable setting reaches the target balancedness");
+        cJSON_AddStringToObject(j, "reason", reason);
         return j;
     }
     const tsim_study_row *r = &s->rows[best];
@@ -142,7 +162,7 @@ int tsim_advise_finish(tsim_study *s, tsim_error *err)
     int same_memory = 0;
     for (int i = 0; best >= 0 && i < s->n; i++)
         same_memory += deployable(&s->rows[i]) && sc[i].balancedness >= target && sc[i].memory_mb == sc[best].memory_mb;
-    cJSON_AddItemToObject(s->extra, "recommendation", recommendation_json(s, best, reaching, same_memory, target));
+    cJSON_AddItemToObject(s->extra, "recommendation", recommendation_json(s, sc, best, reaching, same_memory, target));
     free(sc);
     return TSIM_OK;
 }
