@@ -118,6 +118,15 @@ Test(advise, pareto_and_recommendation_hold_on_random_rows)
                   (sc[i].weight_traffic == sc[best].weight_traffic && sc[i].balancedness > sc[best].balancedness))))
                 best = i;
         }
+        /* the ranking --export-layout walks starts with the recommendation */
+        int *order = calloc((size_t)s.n, sizeof *order);
+        const int ranked = tsim_advise_ranked(&s, order);
+        cr_assert_eq(ranked > 0, best >= 0, "trial %d", trial);
+        if (ranked > 0)
+            cr_assert_eq(order[0], best, "trial %d", trial);
+        for (int k = 1; k < ranked; k++)
+            cr_assert_leq(sc[order[k - 1]].memory_mb, sc[order[k]].memory_mb, "trial %d", trial);
+        free(order);
         const cJSON *key = cJSON_GetObjectItem(rec, "key");
         if (best < 0) {
             cr_assert(cJSON_IsNull(cJSON_GetObjectItem(rec, "planner")), "trial %d", trial);

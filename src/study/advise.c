@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "grid.h"
+#include "layout_io.h"
 #include "session.h"
 #include "trace.h"
 
@@ -285,7 +286,7 @@ static int count_guests(void *ctx, struct tsim_session *s, int planner, const ts
  * g (may be NULL) counts guests. A planner that refuses the topology gives
  * a row that is not ok. */
 static int replay_setting(const advise_ctx *x, const tsim_planner *pl, int slots, int n, tsim_study_row *row,
-                          guest_count *g, tsim_error *err)
+                          tsim_plan_hook hook, void *hook_ctx, tsim_error *err)
 {
     const advise_trace *t = x->t;
     tsim_session s;
@@ -302,10 +303,8 @@ static int replay_setting(const advise_ctx *x, const tsim_planner *pl, int slots
         return rc;
     }
     s.pipeline = true; /* external planners get their window of records in flight */
-    if (g) {
-        s.hook = count_guests;
-        s.hook_ctx = g;
-    }
+    s.hook = hook;
+    s.hook_ctx = hook_ctx;
     for (int i = 0; i < n && rc == TSIM_OK; i++)
         rc = tsim_session_record(&s, &t->recs[i], err);
     if (rc == TSIM_OK)
@@ -327,7 +326,7 @@ static int advise_job(void *ctx_, int i, tsim_error *err)
     if (rc == TSIM_OK && !(g.guests = calloc((size_t)g.ranks, sizeof *g.guests)))
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     if (rc == TSIM_OK)
-        rc = replay_setting(x, &pl, pt->set.slots, x->t->n, row, &g, err);
+        rc = replay_setting(x, &pl, pt->set.slots, x->t->n, row, count_guests, &g, err);
     free(g.guests);
     if (rc)
         tsim_error_prefix(err, "%s (%s)", pl.label, pt->key);
@@ -372,7 +371,7 @@ static int slot_kind(advise_ctx *x, int p, int *fixed, bool *unlimited, tsim_err
     guest_count g = {.ranks = x->t->ranks};
     if (!(g.guests = calloc((size_t)g.ranks, sizeof *g.guests)))
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    int rc = replay_setting(x, &probe, 1, x->t->n < 16 ? x->t->n : 16, &row, &g, err);
+    int rc = replay_setting(x, &probe, 1, x->t->n < 16 ? x->t->n : 16, &row, count_guests, &g, err);
     free(g.guests);
     *unlimited = g.unlimited || (row.ok && g.peak == 0);
     return rc;
@@ -503,5 +502,85 @@ int tsim_run_advise(const tsim_advise_config *c, tsim_study *out, tsim_error *er
     advise_trace_free(&t);
     if (rc == TSIM_OK && !c->shard_count)
         rc = tsim_advise_finish(out, err);
+    return rc;
+}
+
+/* ---- the layout to load (--export-layout) --------------------------------------------- */
+
+/* Each layer's latest layout, as the plans carry them (eplb, trtllm, swift). */
+static int keep_layout(void *ctx, struct tsim_session *s, int planner, const tsim_record *rec, tsim_plan *plan,
+                       const tsim_metrics *m, tsim_error *err)
+{
+    (void)s, (void)planner, (void)m;
+    tsim_layout_table *t = ctx;
+    if (plan->layout_positions < 1)
+        return TSIM_OK; /* no layout yet (eplb before its first recomputation), or never */
+    if (t->physical == 0)
+        t->physical = plan->layout_positions;
+    return tsim_layout_table_put(t, rec->layer, plan->layout, err);
+}
+
+/* Whether the table has a layout for every layer of the trace. */
+static bool every_layer(const tsim_layout_table *t, const advise_trace *tr)
+{
+    for (int i = 0; i < tr->n; i++)
+        if (!tsim_layout_table_find(t, tr->recs[i].layer))
+            return false;
+    return true;
+}
+
+/* Replays row r's setting again into layouts; *usable: every layer ended
+ * with a layout. */
+static int row_layout(advise_ctx *x, const tsim_study_row *r, tsim_layout_table *layouts, bool *usable,
+                      tsim_error *err)
+{
+    *usable = false;
+    tsim_advise_setting set;
+    int p = 0;
+    while (p < x->n_planners && strcmp(x->planners[p].label, r->planner) != 0)
+        p++;
+    if (p == x->n_planners || tsim_advise_setting_parse(r->key, &set))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "advise: row %s %s is not one of this sweep's", r->planner,
+                              r->key);
+    tsim_planner pl = x->planners[p];
+    int rc = configure(&pl, &set, err);
+    tsim_study_row row = {0};
+    tsim_layout_table_init(layouts, 0);
+    if (rc == TSIM_OK)
+        rc = replay_setting(x, &pl, set.slots, x->t->n, &row, keep_layout, layouts, err);
+    *usable = rc == TSIM_OK && row.ok && every_layer(layouts, x->t);
+    if (!*usable)
+        tsim_layout_table_free(layouts);
+    return rc;
+}
+
+int tsim_advise_layout(const tsim_advise_config *c, const tsim_study *s, tsim_layout_table *layouts, int *row,
+                       tsim_error *err)
+{
+    *row = -1;
+    int *order = malloc(sizeof *order * (size_t)(s->n ? s->n : 1));
+    if (!order)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    const int n = tsim_advise_ranked(s, order);
+    advise_trace t;
+    int rc = advise_trace_read(&t, c->trace, err);
+    advise_ctx x = {.c = c, .t = &t};
+    if (rc == TSIM_OK)
+        rc = advise_planners(&x, err);
+    for (int k = 0; k < n && rc == TSIM_OK && *row < 0; k++) {
+        bool usable;
+        rc = row_layout(&x, &s->rows[order[k]], layouts, &usable, err);
+        if (rc == TSIM_OK && usable)
+            *row = order[k];
+    }
+    if (rc == TSIM_OK && *row < 0)
+        rc = tsim_error_set(err, TSIM_E_INPUT,
+                            "--export-layout: no setting that reaches balancedness %g ends every layer with a layout "
+                            "(eplb, trtllm and swift plan layouts): lower --target-balancedness or add them to "
+                            "--planners",
+                            c->target);
+    free(x.planners);
+    advise_trace_free(&t);
+    free(order);
     return rc;
 }

@@ -66,6 +66,29 @@ static bool preferred(const tsim_advise_score *a, const tsim_advise_score *b)
     return a->balancedness > b->balancedness;
 }
 
+int tsim_advise_ranked(const tsim_study *s, int *order)
+{
+    const double target = param(s, "target_balancedness", 0.95);
+    int n = 0;
+    for (int i = 0; i < s->n; i++) {
+        tsim_advise_score sc;
+        tsim_advise_score_row(s, &s->rows[i], &sc);
+        if (!deployable(&s->rows[i]) || !(sc.balancedness >= target))
+            continue;
+        /* insertion: stable, so equal rows keep the sweep's order */
+        int at = n++;
+        for (; at > 0; at--) {
+            tsim_advise_score prev;
+            tsim_advise_score_row(s, &s->rows[order[at - 1]], &prev);
+            if (!preferred(&sc, &prev))
+                break;
+            order[at] = order[at - 1];
+        }
+        order[at] = i;
+    }
+    return n;
+}
+
 static void describe(const tsim_study_row *r, char *buf, size_t n)
 {
     tsim_advise_setting set;
