@@ -62,7 +62,7 @@ static void advise_help(void)
            "                       in the recommendation's order, the first whose plans are layouts\n"
            "                       (eplb, trtllm, swift), replayed again; each layer's last layout\n"
            "  --export-format sglang|trtllm  SGLang's --init-expert-location JSON or TensorRT-LLM's\n"
-           "                       initial_global_assignments (default sglang; docs/export.md)\n"
+           "                       initial_global_assignments (default sglang)\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
            "  -h, --help           this help\n\n");
