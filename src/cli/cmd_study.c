@@ -47,6 +47,8 @@ static void common_help(study_kind k)
            "  --fail-if EXPR       exit 1 when EXPR holds, e.g. 'taot.weighted.mean > echo.weighted.mean'\n"
            "                       names: [KEY.]PLANNER.METRIC.STAT (KEY: a grid cell, e.g. ep16.imb70;\n"
            "                       without KEY the mean over the planner's cells); repeatable\n"
+           "  --capacity-factor C  also count dropped_before/_after: tokens above\n"
+           "                       floor(C x mean load) on a rank (JSON, CSV, --fail-if)\n"
            "  --plots DIR          also write gnuplot figures (PNG and SVG) into DIR\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
@@ -307,6 +309,7 @@ static const struct {
     /* only scaling's tables show the step-time model; the others refuse it (step_hint) */
     {"step-model", 0, false, ONLY(STUDY_SCALING)},
     {"fail-if", 0, true, ALL_STUDIES},
+    {"capacity-factor", 0, true, ALL_STUDIES},
     {"plots", 0, true, ALL_STUDIES},
     {"format", 0, true, ALL_STUDIES},
     {"output", 'o', true, ALL_STUDIES},
@@ -408,6 +411,8 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
         c->timing = false;
     else if (strcmp(name, "step-model") == 0)
         c->step_model_on = true;
+    else if (strcmp(name, "capacity-factor") == 0)
+        rc = tsim_parse_double(val, 1e-6, 1e6, &c->capacity_factor, "--capacity-factor", err);
     else if (strcmp(name, "planners") == 0)
         c->planners = val;
     else if (strcmp(name, "slots") == 0)

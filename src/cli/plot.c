@@ -4,6 +4,7 @@
 #include "datadir.h"
 #include "plot.h"
 #include "plot_advise.h"
+#include "plot_layers.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -2220,6 +2221,24 @@ static int plot_advise(plotset *ps, const cJSON *root, tsim_error *err)
     return rc;
 }
 
+/* replay --by-layer: replay_layers, built by plot_layers.c. */
+static int plot_replay_layers(plotset *ps, const cJSON *results, tsim_error *err)
+{
+    char *dat, *vars;
+    int rc = tsim_plot_layers_build(results, &dat, &vars, err);
+    text *d = rc ? NULL : add_dat(ps, "replay_layers");
+    text *v = d ? add_figure(ps, "replay_layers", "replay_layers", "replay_layers.dat",
+                             "Balancedness per layer, before and after planning")
+                : NULL;
+    if (v) {
+        text_add(d, "%s", dat);
+        text_add(v, "%s", vars);
+    }
+    free(dat);
+    free(vars);
+    return rc ? rc : v ? TSIM_OK : err->code;
+}
+
 static int build(const cJSON *root, plotset *ps, const char **study_name, tsim_error *err)
 {
     if (!cJSON_IsObject(root))
@@ -2246,8 +2265,11 @@ static int build(const cJSON *root, plotset *ps, const char **study_name, tsim_e
         return tsim_error_set(err, TSIM_E_INPUT, "every result is n/a (has an \"error\"): nothing to plot");
     study s = {.root = root, .results = results, .n = n, .err = err};
     const char *name = *study_name;
-    if (strcmp(name, "replay") == 0)
+    if (strcmp(name, "replay") == 0) {
         rc = plot_replay(ps, &s);
+        if (!rc && tsim_plot_layers_present(results))
+            rc = plot_replay_layers(ps, results, err);
+    }
     else if (strcmp(name, "table1") == 0)
         rc = plot_table1(ps, &s);
     else if (strcmp(name, "ablation") == 0)
