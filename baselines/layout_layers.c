@@ -122,7 +122,7 @@ int tsim_layout_layers_load_fixed(tsim_layout_layers *ls, const char *planner, c
     if (!rc)
         rc = tsim_layout_check(&ls->fixed, ls->R, ls->S, ls->E, path, err);
     if (rc) {
-        tsim_error_prefix(err, "%s: --%s-layout", planner, planner);
+        tsim_error_prefix(err, "--%s-layout", planner);
         return rc;
     }
     ls->has_fixed = true;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "layout_export.h"
 #include "layout_io.h"
 #include "planner_configs.h"
 #include "random_records.h"
@@ -293,4 +294,34 @@ Test(layout_io, bad_files_are_named)
         unlink(path);
         free(path);
     }
+}
+
+Test(layout_io, collector_keeps_each_layers_last_layout)
+{
+    tsim_layout_collector c;
+    tsim_layout_collector_init(&c);
+    tsim_plan plan;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_plan_init(&plan, 2, 4, &err), TSIM_OK);
+    tsim_record rec = {.layer = 3, .ranks = 2, .experts = 2};
+    /* a plan without a layout (eplb while cold) marks the layer only */
+    cr_assert_eq(tsim_layout_collector_add(&c, &rec, &plan, &err), TSIM_OK);
+    const tsim_layout_table *out = NULL;
+    cr_assert_eq(tsim_layout_collector_finish(&c, "e", &out, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "planner 'e' ended layer 3 without a layout"), "%s", err.msg);
+    for (int k = 0; k < 2; k++) {
+        int32_t *l = tsim_plan_layout(&plan, 4);
+        const int32_t rows[2][4] = {{0, 1, 1, 0}, {1, 0, 0, 1}};
+        memcpy(l, rows[k], sizeof rows[k]);
+        cr_assert_eq(tsim_layout_collector_add(&c, &rec, &plan, &err), TSIM_OK);
+    }
+    cr_assert_eq(tsim_layout_collector_finish(&c, "e", &out, &err), TSIM_OK);
+    cr_assert_eq(out->count, 1);
+    const int32_t want[4] = {1, 0, 0, 1};
+    cr_assert_arr_eq(tsim_layout_table_find(out, 3), want, sizeof want);
+    /* a reset drops the layout: the next plan has none until filled */
+    tsim_plan_reset(&plan);
+    cr_assert_eq(plan.layout_positions, 0);
+    tsim_plan_free(&plan);
+    tsim_layout_collector_free(&c);
 }

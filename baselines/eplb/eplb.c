@@ -99,7 +99,7 @@ static int eplb_init(void **state, const tsim_topology *topo, const tsim_planner
         if (!rc)
             rc = tsim_layout_check(&s->fixed, R, per_gpu, E, o->layout, err);
         if (rc) {
-            tsim_error_prefix(err, "eplb: --eplb-layout");
+            tsim_error_prefix(err, "--eplb-layout");
             eplb_free(s);
             return rc;
         }

@@ -252,11 +252,14 @@ static int write_partial(const tsim_study *study, const char *out_path, char **i
 }
 
 /* The exported layout, atomically, and which setting it is on stderr. */
-static int write_layout(const advise_args *a, const tsim_study_row *r, const tsim_layout_table *layouts, int status)
+static int write_layout(const advise_args *a, const tsim_study_row *r, const tsim_layout_collector *col, int status)
 {
     tsim_error err = {0};
-    tsim_outfile out;
-    int rc = tsim_outfile_open(&out, a->export_path, &err);
+    tsim_outfile out = {0};
+    const tsim_layout_table *layouts = NULL;
+    int rc = tsim_layout_collector_finish(col, r->planner, &layouts, &err);
+    if (!rc)
+        rc = tsim_outfile_open(&out, a->export_path, &err);
     if (!rc && !(rc = tsim_layout_write(out.fp, layouts, a->export_format, &err)))
         rc = tsim_outfile_commit(&out, &err);
     if (rc) {
@@ -342,7 +345,8 @@ static int advise_main(int argc, char **argv, char **id_argv, int id_argc)
     if (!rc)
         rc = tsim_external_finish(&err);
     /* the layout is found before anything is written: no setting with one is exit 2 */
-    tsim_layout_table layouts = {0};
+    tsim_layout_collector layouts;
+    tsim_layout_collector_init(&layouts);
     int row = -1;
     if (!rc && a.export_path)
         rc = tsim_advise_layout(&c, &study, &layouts, &row, &err);
@@ -351,7 +355,7 @@ static int advise_main(int argc, char **argv, char **id_argv, int id_argc)
                                    : write_result(&study, &a);
     if (row >= 0 && (status == 0 || status == 1))
         status = write_layout(&a, &study.rows[row], &layouts, status);
-    tsim_layout_table_free(&layouts);
+    tsim_layout_collector_free(&layouts);
     tsim_study_free(&study);
     return status;
 }

@@ -70,8 +70,8 @@ static int write_text(const char *outdir, const char *name, const char *text, si
 
 /* The data file: one line per (source, destination), a blank line after
  * each source row, as gnuplot's `with image` reads a grid. */
-static int write_data(const tsim_traffic *t, int i, const char *outdir, const char *name, int64_t *max,
-                      tsim_error *err)
+static int write_data(const tsim_traffic *t, int i, const char *outdir, const char *name, int64_t *min,
+                      int64_t *max, tsim_error *err)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -84,8 +84,11 @@ static int write_data(const tsim_traffic *t, int i, const char *outdir, const ch
         for (int b = 0; b < t->n; b++) {
             const size_t k = (size_t)a * (size_t)t->n + (size_t)b;
             fprintf(m, "%d %d %lld %lld\n", a, b, (long long)p->before[k], (long long)p->after[k]);
-            *max = p->before[k] > *max ? p->before[k] : *max;
-            *max = p->after[k] > *max ? p->after[k] : *max;
+            for (int side = 0; side < 2; side++) {
+                const int64_t v = side ? p->after[k] : p->before[k];
+                *max = v > *max ? v : *max;
+                *min = *min < 0 || v < *min ? v : *min;
+            }
         }
         fputc('\n', m);
     }
@@ -98,8 +101,8 @@ static int write_data(const tsim_traffic *t, int i, const char *outdir, const ch
     return rc;
 }
 
-static int write_script(const tsim_traffic *t, const char *label, const char *base, int64_t max, const char *terminal,
-                        const char *tmpl, const char *outdir, tsim_error *err)
+static int write_script(const tsim_traffic *t, const char *label, const char *base, int64_t min, int64_t max,
+                        const char *terminal, const char *tmpl, const char *outdir, tsim_error *err)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -111,8 +114,8 @@ static int write_script(const tsim_traffic *t, const char *label, const char *ba
             label);
     fprintf(m, "# Render in this directory: gnuplot %s.gp (PNG), gnuplot -e 'fmt=\"svg\"' %s.gp (SVG).\n\n", base,
             base);
-    fprintf(m, "FIGURE = \"%s\"\nDATA = \"%s.dat\"\nUNIT = \"%s\"\nN = %d\nCBMAX = %lld\n", base, base, unit, t->n,
-            (long long)max);
+    fprintf(m, "FIGURE = \"%s\"\nDATA = \"%s.dat\"\nUNIT = \"%s\"\nN = %d\nCBMIN = %lld\nCBMAX = %lld\n", base, base,
+            unit, t->n, (long long)min, (long long)max);
     fprintf(m, "TITLE = \"%s: tokens %s x %s, summed over %lld records\"\n\n%s\n%s", label, unit, unit,
             (long long)t->p[0].records, terminal, tmpl);
     if (fclose(m) != 0) {
@@ -180,10 +183,10 @@ int tsim_plot_traffic(const tsim_traffic *t, const tsim_session *s, const char *
         file_label(s->planners[i].label, label, sizeof label);
         snprintf(base, sizeof base, "traffic_%s", label);
         snprintf(dat, sizeof dat, "%s.dat", base);
-        int64_t max = 0;
-        rc = write_data(t, i, outdir, dat, &max, err);
+        int64_t min = -1, max = 0;
+        rc = write_data(t, i, outdir, dat, &min, &max, err);
         if (!rc)
-            rc = write_script(t, s->planners[i].label, base, max, terminal, tmpl, outdir, err);
+            rc = write_script(t, s->planners[i].label, base, min < 0 ? 0 : min, max, terminal, tmpl, outdir, err);
         if (!rc && (formats & TSIM_PLOT_PNG))
             rc = render(outdir, base, "png", log, err);
         if (!rc && (formats & TSIM_PLOT_SVG))

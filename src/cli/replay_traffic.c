@@ -7,13 +7,6 @@
 #include "plot.h"
 #include "plot_traffic.h"
 
-/* The planners whose plans are layouts (production-balancers.md 1.1). */
-static bool is_layout_planner(const tsim_planner *p)
-{
-    const char *n = p->desc->name;
-    return strcmp(n, "eplb") == 0 || strcmp(n, "trtllm") == 0 || strcmp(n, "swift") == 0;
-}
-
 void tsim_replay_extras_default(tsim_replay_extras *x)
 {
     memset(x, 0, sizeof *x);
@@ -88,7 +81,7 @@ static int find_export_planner(tsim_replay_extras *x, const tsim_session *s, tsi
 {
     int found = 0;
     for (int i = 0; i < s->n_planners; i++)
-        if (is_layout_planner(&s->planners[i])) {
+        if (tsim_planner_has_layouts(&s->planners[i])) {
             if (found++ == 0)
                 x->export_planner = i;
         }
@@ -97,8 +90,7 @@ static int find_export_planner(tsim_replay_extras *x, const tsim_session *s, tsi
                               "--export-layout needs exactly one planner whose plans are layouts (eplb, trtllm, "
                               "swift) in --planners; this run has %d",
                               found);
-    tsim_layout_table_init(&x->layouts, 0);
-    tsim_layout_table_init(&x->seen, 1);
+    tsim_layout_collector_init(&x->layouts);
     return TSIM_OK;
 }
 
@@ -127,33 +119,21 @@ int tsim_replay_extras_plan(tsim_replay_extras *x, const tsim_session *s, int pl
         return rc;
     if (planner != x->export_planner)
         return TSIM_OK;
-    const int32_t one = 0;
-    if ((rc = tsim_layout_table_put(&x->seen, rec->layer, &one, err)))
-        return rc;
-    if (plan->layout_positions < 1)
-        return TSIM_OK; /* eplb before its first layout: nothing to export yet */
-    if (x->layouts.physical == 0)
-        x->layouts.physical = plan->layout_positions;
-    return tsim_layout_table_put(&x->layouts, rec->layer, plan->layout, err);
+    return tsim_layout_collector_add(&x->layouts, rec, plan, err);
 }
 
 /* The export file's text: every planned layer must have a layout. */
 static int write_export(tsim_replay_extras *x, const tsim_session *s, tsim_error *err)
 {
-    const char *label = s->planners[x->export_planner].label;
-    for (int k = 0; k < x->seen.count; k++)
-        if (!tsim_layout_table_find(&x->layouts, x->seen.layers[k]))
-            return tsim_error_set(err, TSIM_E_INPUT,
-                                  "--export-layout: planner '%s' ended layer %lld without a layout (eplb has none "
-                                  "before its first recomputation: a longer trace or --eplb-interval)",
-                                  label, (long long)x->seen.layers[k]);
-    if (x->seen.count == 0)
-        return tsim_error_set(err, TSIM_E_INPUT, "--export-layout: planner '%s' planned no record", label);
-    int rc = tsim_outfile_open(&x->export_file, x->export_path, err);
+    const tsim_layout_table *table;
+    int rc = tsim_layout_collector_finish(&x->layouts, s->planners[x->export_planner].label, &table, err);
+    if (rc)
+        return rc;
+    rc = tsim_outfile_open(&x->export_file, x->export_path, err);
     if (rc)
         return rc;
     x->export_open = true;
-    if ((rc = tsim_layout_write(x->export_file.fp, &x->layouts, x->export_format, err))) {
+    if ((rc = tsim_layout_write(x->export_file.fp, table, x->export_format, err))) {
         tsim_error_prefix(err, "--export-layout %s", x->export_path);
         return rc;
     }
@@ -205,7 +185,6 @@ void tsim_replay_extras_free(tsim_replay_extras *x)
         tsim_outfile_abort(&x->traffic_file);
     if (x->traffic_ready)
         tsim_traffic_free(&x->traffic);
-    tsim_layout_table_free(&x->layouts);
-    tsim_layout_table_free(&x->seen);
+    tsim_layout_collector_free(&x->layouts);
     memset(x, 0, sizeof *x);
 }

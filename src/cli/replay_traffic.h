@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "layout_export.h"
 #include "layout_io.h"
 #include "outfile.h"
 #include "report.h"
@@ -53,8 +54,7 @@ typedef struct {
     int export_planner;         /* index in the session, -1 none */
     tsim_traffic traffic;
     bool traffic_ready;
-    tsim_layout_table layouts;  /* the export planner's last layout per layer */
-    tsim_layout_table seen;     /* every layer it planned (rows of one entry) */
+    tsim_layout_collector layouts; /* the export planner's last layout per layer */
     tsim_outfile traffic_file, export_file;
     bool traffic_open, export_open;
 } tsim_replay_extras;

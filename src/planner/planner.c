@@ -248,11 +248,6 @@ void tsim_planner_options_each(const tsim_planner *p, tsim_option_visit fn, void
         p->desc->options_each(&p->common, fn, ctx);
         return;
     }
-    for (const tsim_option_spec *o = p->desc->options; o && o->name; o++) {
-        /* An unset file option (--eplb-layout) is left out, so results
-         * without one read exactly as before it existed. */
-        if (o->type == TSIM_OPTION_STRING && !*((const char *)p->own.bytes + o->offset))
-            continue;
+    for (const tsim_option_spec *o = p->desc->options; o && o->name; o++)
         tsim_option_visit_one(p->desc->name, o, p->own.bytes, fn, ctx);
-    }
 }

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "grid.h"
-#include "layout_io.h"
 #include "session.h"
 #include "trace.h"
 
@@ -507,31 +506,16 @@ int tsim_run_advise(const tsim_advise_config *c, tsim_study *out, tsim_error *er
 
 /* ---- the layout to load (--export-layout) --------------------------------------------- */
 
-/* Each layer's latest layout, as the plans carry them (eplb, trtllm, swift). */
-static int keep_layout(void *ctx, struct tsim_session *s, int planner, const tsim_record *rec, tsim_plan *plan,
-                       const tsim_metrics *m, tsim_error *err)
+static int collect_layout(void *ctx, struct tsim_session *s, int planner, const tsim_record *rec, tsim_plan *plan,
+                          const tsim_metrics *m, tsim_error *err)
 {
     (void)s, (void)planner, (void)m;
-    tsim_layout_table *t = ctx;
-    if (plan->layout_positions < 1)
-        return TSIM_OK; /* no layout yet (eplb before its first recomputation), or never */
-    if (t->physical == 0)
-        t->physical = plan->layout_positions;
-    return tsim_layout_table_put(t, rec->layer, plan->layout, err);
+    return tsim_layout_collector_add(ctx, rec, plan, err);
 }
 
-/* Whether the table has a layout for every layer of the trace. */
-static bool every_layer(const tsim_layout_table *t, const advise_trace *tr)
-{
-    for (int i = 0; i < tr->n; i++)
-        if (!tsim_layout_table_find(t, tr->recs[i].layer))
-            return false;
-    return true;
-}
-
-/* Replays row r's setting again into layouts; *usable: every layer ended
- * with a layout. */
-static int row_layout(advise_ctx *x, const tsim_study_row *r, tsim_layout_table *layouts, bool *usable,
+/* Replays row r's setting again into col when its planner plans layouts;
+ * *usable: every layer ended with one. */
+static int row_layout(advise_ctx *x, const tsim_study_row *r, tsim_layout_collector *col, bool *usable,
                       tsim_error *err)
 {
     *usable = false;
@@ -543,18 +527,22 @@ static int row_layout(advise_ctx *x, const tsim_study_row *r, tsim_layout_table 
         return tsim_error_set(err, TSIM_E_INTERNAL, "advise: row %s %s is not one of this sweep's", r->planner,
                               r->key);
     tsim_planner pl = x->planners[p];
+    if (!tsim_planner_has_layouts(&pl))
+        return TSIM_OK;
     int rc = configure(&pl, &set, err);
     tsim_study_row row = {0};
-    tsim_layout_table_init(layouts, 0);
+    tsim_layout_collector_init(col);
     if (rc == TSIM_OK)
-        rc = replay_setting(x, &pl, set.slots, x->t->n, &row, keep_layout, layouts, err);
-    *usable = rc == TSIM_OK && row.ok && every_layer(layouts, x->t);
+        rc = replay_setting(x, &pl, set.slots, x->t->n, &row, collect_layout, col, err);
+    const tsim_layout_table *t;
+    tsim_error unused = {0};
+    *usable = rc == TSIM_OK && row.ok && tsim_layout_collector_finish(col, pl.label, &t, &unused) == TSIM_OK;
     if (!*usable)
-        tsim_layout_table_free(layouts);
+        tsim_layout_collector_free(col);
     return rc;
 }
 
-int tsim_advise_layout(const tsim_advise_config *c, const tsim_study *s, tsim_layout_table *layouts, int *row,
+int tsim_advise_layout(const tsim_advise_config *c, const tsim_study *s, tsim_layout_collector *layouts, int *row,
                        tsim_error *err)
 {
     *row = -1;

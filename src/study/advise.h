@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 #include "error.h"
-#include "layout_io.h"
+#include "layout_export.h"
 #include "registry.h"
 #include "study.h"
 
@@ -76,10 +76,10 @@ int tsim_advise_ranked(const tsim_study *s, int *order);
 
 /* The layout to load (--export-layout): of the ranked rows, the first whose
  * plans are layouts (eplb, trtllm, swift) with one for every layer, replayed
- * again from c (the config of the run that made s); each layer's last layout
- * goes into layouts (initialised here; the caller frees it) and its row
- * index into *row. TSIM_E_INPUT when no ranked row has one. */
-int tsim_advise_layout(const tsim_advise_config *c, const tsim_study *s, tsim_layout_table *layouts, int *row,
+ * again from c (the config of the run that made s) into layouts (initialised
+ * here when one is found; the caller frees it), its row index into *row.
+ * TSIM_E_INPUT when no ranked row has one. */
+int tsim_advise_layout(const tsim_advise_config *c, const tsim_study *s, tsim_layout_collector *layouts, int *row,
                        tsim_error *err);
 
 /* The Pareto set (balance up; memory and weight traffic down) and the

@@ -358,6 +358,10 @@ static void add_option(const tsim_option_value *v, void *ctx)
     cJSON *json = out->json;
     if (v->spec->not_recorded)
         return;
+    /* An unset file option of a built-in planner (--eplb-layout) is left
+     * out, so results without one read exactly as before it existed. */
+    if (!out->as_text && v->spec->type == TSIM_OPTION_STRING && !*(const char *)v->value)
+        return;
     switch (out->as_text && !v->common ? TSIM_OPTION_STRING : v->spec->type) {
     case TSIM_OPTION_DOUBLE:
         cJSON_AddNumberToObject(json, v->key, *(const double *)v->value);
@@ -373,7 +377,7 @@ static void add_option(const tsim_option_value *v, void *ctx)
         break;
     case TSIM_OPTION_CHOICE:
     case TSIM_OPTION_STRING: {
-        char text[128];
+        char text[256]; /* a file option holds up to 191 characters */
         tsim_option_value_text(v, text, sizeof text);
         cJSON_AddStringToObject(json, v->key, text);
         break;

@@ -57,7 +57,7 @@ rm -f "$out/libtsim_fuzz.a"
 ar rcs "$out/libtsim_fuzz.a" $objs
 
 for t in fuzz_trace_json fuzz_trace_jsonl fuzz_trace_csv fuzz_trace_npy fuzz_trace_safetensors fuzz_trace_megatron \
-    fuzz_planners fuzz_failif fuzz_zip fuzz_pickle; do
+    fuzz_planners fuzz_failif fuzz_zip fuzz_pickle fuzz_layout; do
     # shellcheck disable=SC2086
     $cc $cflags -fsanitize=fuzzer "$root/tests/fuzz/$t.c" "$root/tests/fuzz/fuzz_common.c" \
         "$out/libtsim_fuzz.a" $libs -o "$out/$t"

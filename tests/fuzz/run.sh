@@ -10,7 +10,7 @@ set -eu
 root=$(cd "$(dirname "$0")/../.." && pwd)
 secs=${1:-30}
 [ $# -gt 0 ] && shift
-targets=${*:-fuzz_trace_json fuzz_trace_jsonl fuzz_trace_csv fuzz_trace_npy fuzz_trace_safetensors fuzz_trace_megatron fuzz_planners fuzz_failif fuzz_zip fuzz_pickle}
+targets=${*:-fuzz_trace_json fuzz_trace_jsonl fuzz_trace_csv fuzz_trace_npy fuzz_trace_safetensors fuzz_trace_megatron fuzz_planners fuzz_failif fuzz_zip fuzz_pickle fuzz_layout}
 out=${FUZZ_OUT:-$root/build-fuzz}
 "$root/tests/fuzz/build.sh" "$out"
 status=0

@@ -1,0 +1,1 @@
+sed "s/\"layer\": 1,/\"layer\": 7,/" traces/tiny-4rank.json > $TMP/gap.json && mkdir $TMP/o && cd $TMP && $TAOTSIM replay gap.json --planners trtllm --export-layout o/l.json -o o/r.md; s=$?; ls o; $TAOTSIM replay gap.json --planners trtllm --export-layout o/l.json --export-format trtllm -o o/r.md && cat o/l.json; exit $s

@@ -1,0 +1,1 @@
+T=$PWD/traces/ep16-imb50.jsonl.gz; cd $TMP && mkdir o && printf '{"initial_global_assignments": {"0": [%s]}}' "$(seq -s, 0 127),$(seq -s, 0 31)" > l.json && $TAOTSIM replay $T --planners trtllm --trtllm-layout l.json

@@ -1,0 +1,1 @@
+T=$PWD/traces/ep16-imb50.jsonl.gz; cd $TMP && mkdir o && printf '{"physical_to_logical_map": [[%s]]}' "$(seq -s, 0 126),0,$(seq -s, 0 31)" > l.json && $TAOTSIM replay $T --planners eplb --eplb-layout l.json

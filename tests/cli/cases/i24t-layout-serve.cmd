@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/ep16-imb50.jsonl.gz --planners trtllm --trtllm-interval 100 --export-layout $TMP/l.json -o $TMP/a.md && $TAOTSIM replay traces/ep16-imb50.jsonl.gz --planners fixed=trtllm:--trtllm-layout=$TMP/l.json,eplb-fixed=eplb:--eplb-layout=$TMP/l.json,swift-fixed=swift:--swift-layout=$TMP/l.json

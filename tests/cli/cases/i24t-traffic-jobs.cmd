@@ -1,0 +1,1 @@
+T=traces/ep16-imb50.jsonl.gz; for j in 1 3; do $TAOTSIM replay $T --planners taot,echo,eplb --eplb-interval 3 --traffic rank --traffic-out $TMP/t$j.json --export-layout $TMP/l$j.json -j $j -o $TMP/r$j.md || exit; done; cmp $TMP/t1.json $TMP/t3.json && cmp $TMP/l1.json $TMP/l3.json && cmp $TMP/r1.md $TMP/r3.md && echo "-j 1 and -j 3: the same bytes" && tail -8 $TMP/r3.md
