@@ -211,10 +211,12 @@ Test(study_print, table1_rehomed_columns_only_when_some_row_rehomes)
 {
     tsim_study st = table1_cell(true, NULL);
     char *md = print_study(&st, TSIM_FORMAT_MD);
-    cr_assert(strstr(md, "| inter | paper |   Δ | rehomed intra | rehomed inter |\n"), "%s", md);
-    /* eplb: our values, "-" for the paper's, the rehomed means after inter */
+    cr_assert(strstr(md, "| inter | paper |   Δ | balancedness before | balancedness after | rehomed intra | rehomed "
+                         "inter |\n"),
+              "%s", md);
+    /* eplb: our values, "-" for the paper's, the rehomed means after inter and balancedness */
     cr_assert(strstr(md, "| eplb   |        0.0 |     - |    - |      0.0 |     - |     - |   9.0 |     - |   - |   "
-                         "4.0 |     - |   - |           1.5 |           2.5 |\n"),
+                         "4.0 |     - |   - |               0.000 |              0.000 |           1.5 |           2.5 |\n"),
               "%s", md);
     cr_assert(strstr(md, "| taot   |") && strstr(md, "|           0.0 |           0.0 |\n"), "%s", md);
     /* break-even against a method the paper does not run: "-", not "none" */
@@ -231,7 +233,7 @@ Test(study_print, table1_rehomed_columns_only_when_some_row_rehomes)
     st = table1_cell(false, NULL);
     md = print_study(&st, TSIM_FORMAT_MD);
     cr_assert(!strstr(md, "rehomed"), "%s", md);
-    cr_assert(strstr(md, "| inter | paper |   Δ |\n"), "%s", md);
+    cr_assert(strstr(md, "| inter | paper |   Δ | balancedness before | balancedness after |\n"), "%s", md);
     free(md);
     tsim_study_free(&st);
 }

@@ -58,6 +58,11 @@ static void advise_help(void)
            "  --fail-if EXPR       exit 1 when EXPR holds; names [KEY.]PLANNER.METRIC.STAT with KEY a\n"
            "                       setting as the JSON \"key\" spells it (k2.i8.hprev, k1.lp3, kfree)\n"
            "  --plots DIR          also write the figures (advise_memory, advise_traffic: PNG, SVG)\n"
+           "  --export-layout FILE write the layout to load: of the settings that reach the target,\n"
+           "                       in the recommendation's order, the first whose plans are layouts\n"
+           "                       (eplb, trtllm, swift), replayed again; each layer's last layout\n"
+           "  --export-format sglang|trtllm  SGLang's --init-expert-location JSON or TensorRT-LLM's\n"
+           "                       initial_global_assignments (default sglang)\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result atomically to FILE (default stdout)\n"
            "  -h, --help           this help\n\n");
@@ -67,7 +72,7 @@ static void advise_help(void)
 
 enum {
     OPT_PLANNERS = 1, OPT_SLOT_LIST, OPT_INTERVALS, OPT_HISTORIES, OPT_LAMBDA_PLAN, OPT_LAMBDA_EVAL, OPT_EXPERT_MB,
-    OPT_TARGET, OPT_JOBS, OPT_SHARD, OPT_FAIL_IF, OPT_PLOTS, OPT_FORMAT, OPT_OUTPUT,
+    OPT_TARGET, OPT_JOBS, OPT_SHARD, OPT_FAIL_IF, OPT_PLOTS, OPT_FORMAT, OPT_OUTPUT, OPT_EXPORT, OPT_EXPORT_FORMAT,
 };
 
 static const tsim_cli_option advise_options[] = {
@@ -78,6 +83,7 @@ static const tsim_cli_option advise_options[] = {
     {"jobs", 'j', true, OPT_JOBS},               {"shard", 0, true, OPT_SHARD},
     {"fail-if", 0, true, OPT_FAIL_IF},           {"plots", 0, true, OPT_PLOTS},
     {"format", 0, true, OPT_FORMAT},             {"output", 'o', true, OPT_OUTPUT},
+    {"export-layout", 0, true, OPT_EXPORT},      {"export-format", 0, true, OPT_EXPORT_FORMAT},
     {0},
 };
 
@@ -86,6 +92,9 @@ typedef struct {
     tsim_format format;
     bool format_given;
     const char *out_path, *plots_dir;
+    const char *export_path;
+    tsim_layout_format export_format;
+    bool export_format_given;
     const char *gates[MAX_GATES];
     int n_gates;
 } advise_args;
@@ -206,6 +215,12 @@ static int advise_on_option(void *ctx, int id, const char *val, tsim_error *err)
     case OPT_OUTPUT:
         a->out_path = val;
         return TSIM_OK;
+    case OPT_EXPORT:
+        a->export_path = val;
+        return TSIM_OK;
+    case OPT_EXPORT_FORMAT:
+        a->export_format_given = true;
+        return tsim_layout_format_parse(val, &a->export_format, err);
     default:
         return tsim_error_set(err, TSIM_E_INTERNAL, "advise: option %d has no handler", id);
     }
@@ -234,6 +249,28 @@ static int write_partial(const tsim_study *study, const char *out_path, char **i
         return tsim_cli_fail("advise", &err);
     }
     return tsim_outfile_commit(&out, &err) ? tsim_cli_fail("advise", &err) : TSIM_OK;
+}
+
+/* The exported layout, atomically, and which setting it is on stderr. */
+static int write_layout(const advise_args *a, const tsim_study_row *r, const tsim_layout_collector *col, int status)
+{
+    tsim_error err = {0};
+    tsim_outfile out = {0};
+    const tsim_layout_table *layouts = NULL;
+    int rc = tsim_layout_collector_finish(col, r->planner, &layouts, &err);
+    if (!rc)
+        rc = tsim_outfile_open(&out, a->export_path, &err);
+    if (!rc && !(rc = tsim_layout_write(out.fp, layouts, a->export_format, &err)))
+        rc = tsim_outfile_commit(&out, &err);
+    if (rc) {
+        tsim_outfile_abort(&out);
+        tsim_error_prefix(&err, "--export-layout %s", a->export_path);
+        return tsim_cli_fail("advise", &err);
+    }
+    fprintf(stderr, "taotsim advise: wrote the %s layout of %s %s (%d layer%s, %d positions each) to %s\n",
+            tsim_layout_format_names[a->export_format], r->planner, r->key, layouts->count, layouts->count == 1 ? "" : "s", layouts->physical,
+            a->export_path);
+    return status;
 }
 
 /* The gates, then the result and its figures (renamed into place last, so a
@@ -284,13 +321,18 @@ static int advise_main(int argc, char **argv, char **id_argv, int id_argc)
     if (c.shard_count && ((a.format_given && a.format != TSIM_FORMAT_JSON) || a.n_gates || a.plots_dir))
         return tsim_cli_usage_error(cmd, "--shard writes a partial result (JSON) for 'taotsim merge': give "
                                          "--format, --fail-if and --plots to the merge");
+    if (c.shard_count && a.export_path)
+        return tsim_cli_usage_error(cmd, "--export-layout needs the whole sweep: run it without --shard");
+    if (a.export_format_given && !a.export_path)
+        return tsim_cli_usage_error(cmd, "--export-format needs --export-layout FILE");
     /* Before any work: every output can be written, none is the trace or
      * another output, and gnuplot can draw (exit 2 leaves nothing written). */
-    const char *outputs[] = {a.out_path, a.plots_dir};
-    const char *flags[] = {"-o", "--plots"};
+    const char *outputs[] = {a.out_path, a.plots_dir, a.export_path};
+    const char *flags[] = {"-o", "--plots", "--export-layout"};
     const char *inputs[] = {c.trace};
-    if (tsim_outfile_check_writable(a.out_path, &err) || tsim_cli_check_output_dir(a.plots_dir, "--plots", &err) ||
-        tsim_outfile_check_distinct(outputs, flags, 2, inputs, 1, &err) ||
+    if (tsim_outfile_check_writable(a.out_path, &err) || tsim_outfile_check_writable(a.export_path, &err) ||
+        tsim_cli_check_output_dir(a.plots_dir, "--plots", &err) ||
+        tsim_outfile_check_distinct(outputs, flags, 3, inputs, 1, &err) ||
         (a.plots_dir && tsim_plot_check(TSIM_PLOT_PNG | TSIM_PLOT_SVG, &err)))
         return tsim_cli_fail(cmd, &err);
     tsim_progress progress;
@@ -302,9 +344,18 @@ static int advise_main(int argc, char **argv, char **id_argv, int id_argc)
     tsim_progress_finish(&progress);
     if (!rc)
         rc = tsim_external_finish(&err);
+    /* the layout is found before anything is written: no setting with one is exit 2 */
+    tsim_layout_collector layouts;
+    tsim_layout_collector_init(&layouts);
+    int row = -1;
+    if (!rc && a.export_path)
+        rc = tsim_advise_layout(&c, &study, &layouts, &row, &err);
     int status = rc                ? tsim_cli_fail(cmd, &err)
                  : c.shard_count ? write_partial(&study, a.out_path, id_argv, id_argc)
                                    : write_result(&study, &a);
+    if (row >= 0 && (status == 0 || status == 1))
+        status = write_layout(&a, &study.rows[row], &layouts, status);
+    tsim_layout_collector_free(&layouts);
     tsim_study_free(&study);
     return status;
 }

@@ -311,6 +311,7 @@ static int merge_replay(const tsim_partial *parts, int n, const merge_args *a)
     }
     r.s.timing = config.timing;
     r.s.step_model_on = config.step_model_on;
+    r.s.capacity_factor = config.capacity_factor;
     r.s.step_model = config.step_model;
     r.s.keep_ids = setup.per_record;
     tsim_session_bound_memory(&r.s, TSIM_SESSION_EXACT_RECORDS);

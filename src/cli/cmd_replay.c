@@ -66,6 +66,11 @@ static void replay_help(void)
            "  --bounds             add excess_imbalance and excess_cost: each plan against\n"
            "                       proven lower bounds at its own K (LPs: slow; n/a for\n"
            "                       planners without a slot limit or that re-home experts)\n"
+           "  --capacity-factor C  capacity-limited dispatch: a rank computes at most\n"
+           "                       floor(C x the record's mean load over ranks) tokens; the\n"
+           "                       rest count as dropped_before/_after (C > 0)\n"
+           "  --by-layer           also break every metric down per layer (tables, CSV,\n"
+           "                       JSON \"layers\"; 'taotsim plot' draws replay_layers)\n"
            "  --fail-if EXPR       exit 1 when EXPR holds, e.g. 'taot.rho_after.p95 > 0.05'\n"
            "                       (names PLANNER.METRIC.STAT; repeatable)\n"
            "  --format md|csv|json output format (default md)\n"
@@ -169,6 +174,7 @@ enum {
     OPT_PLANNERS = 1, OPT_SLOTS, OPT_LAMBDA_EVAL, OPT_LAMBDA, OPT_EP, OPT_RPN, OPT_RANKS_PER_NODE, OPT_DATASET,
     OPT_PER_RECORD, OPT_TIMING, OPT_STEP_MODEL, OPT_BOUNDS, OPT_FAIL_IF, OPT_DUMP_PLANS, OPT_FORMAT, OPT_OUTPUT,
     OPT_BLOCK, OPT_EXPERTS, OPT_TENSOR, OPT_JOBS, OPT_SHARD, OPT_ARRAY, OPT_MEGATRON, OPT_NUM_LAYERS, OPT_EP_GROUP,
+    OPT_CAPACITY_FACTOR, OPT_BY_LAYER,
 };
 
 static const tsim_cli_option replay_options[] = {
@@ -198,6 +204,8 @@ static const tsim_cli_option replay_options[] = {
     {"jobs", 'j', true, OPT_JOBS},
     {"shard", 0, true, OPT_SHARD},
     TSIM_RX_OPTIONS,
+    {"capacity-factor", 0, true, OPT_CAPACITY_FACTOR},
+    {"by-layer", 0, false, OPT_BY_LAYER},
     {0},
 };
 
@@ -213,6 +221,8 @@ typedef struct {
     int slots;
     double lambda_eval;
     bool timing, step_model_on, bounds;
+    double capacity_factor; /* 0: no capacity limit */
+    bool by_layer;
     tsim_step_model step_model;
     int jobs;
     tsim_shard shard;
@@ -256,6 +266,11 @@ static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
         return TSIM_OK;
     case OPT_BOUNDS:
         a->bounds = true;
+        return TSIM_OK;
+    case OPT_CAPACITY_FACTOR:
+        return tsim_parse_double(val, 1e-6, 1e6, &a->capacity_factor, "--capacity-factor", err);
+    case OPT_BY_LAYER:
+        a->by_layer = true;
         return TSIM_OK;
     case OPT_FAIL_IF: {
         if (a->n_gates == 32)
@@ -367,6 +382,7 @@ int tsim_replay_config_parse(int argc, char **argv, tsim_replay_merge_config *ou
     out->lambda_eval = a.lambda_eval;
     out->timing = a.timing;
     out->step_model_on = a.step_model_on;
+    out->capacity_factor = a.capacity_factor;
     out->step_model = a.step_model;
     out->per_record = a.oo.per_record;
     out->planners_given = a.planners_given;
@@ -501,6 +517,9 @@ static int replay_parse_checked(int argc, char **argv, replay_args *a)
             return tsim_cli_usage_error("replay", "--dump-plans does not combine with --shard");
         if (a->bounds) /* merge keeps no bound state: refuse rather than drop the metrics */
             return tsim_cli_usage_error("replay", "--bounds does not combine with --shard");
+        if (a->by_layer)
+            return tsim_cli_usage_error("replay", "--by-layer does not combine with --shard (the partial results "
+                                                  "carry no per-layer summaries)");
     }
     tsim_error err = {0};
     if (tsim_replay_extras_check(&a->extras, a->shard.count > 0, &err))
@@ -571,6 +590,8 @@ static int replay_setup(replay_run *x)
     s->step_model = a->step_model;
     if (a->bounds && tsim_session_enable_bounds(s, &x->err))
         return tsim_cli_fail(cmd, &x->err);
+    s->capacity_factor = a->capacity_factor;
+    s->by_layer = a->by_layer;
     s->keep_ids = a->oo.per_record;
     /* A shard keeps its per-record values when the whole run would, so the
      * merge can put them back in record order. */

@@ -48,6 +48,8 @@ static void common_help(study_kind k)
            "  --fail-if EXPR       exit 1 when EXPR holds, e.g. 'taot.weighted.mean > echo.weighted.mean'\n"
            "                       names: [KEY.]PLANNER.METRIC.STAT (KEY: a grid cell, e.g. ep16.imb70;\n"
            "                       without KEY the mean over the planner's cells); repeatable\n"
+           "  --capacity-factor C  also count dropped_before/_after: tokens above\n"
+           "                       floor(C x mean load) on a rank (JSON, CSV, --fail-if)\n"
            "  --plots DIR          also write gnuplot figures (PNG and SVG) into DIR\n"
            "  --report FILE        also write the HTML page 'taotsim report' makes of the\n"
            "                       result (tables and SVG figures inline), atomically\n");
@@ -316,6 +318,7 @@ static const struct {
     {"fail-if", 0, true, ALL_STUDIES},
     /* sweep re-weights one run's costs per lambda_eval; the bounds hold at one */
     {"bounds", 0, false, ONLY(STUDY_TABLE1) | ONLY(STUDY_ABLATION) | ONLY(STUDY_SCALING)},
+    {"capacity-factor", 0, true, ALL_STUDIES},
     {"plots", 0, true, ALL_STUDIES},
     {"report", 0, true, ALL_STUDIES},
     {"format", 0, true, ALL_STUDIES},
@@ -420,6 +423,8 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
         c->step_model_on = true;
     else if (strcmp(name, "bounds") == 0)
         c->bounds = true;
+    else if (strcmp(name, "capacity-factor") == 0)
+        rc = tsim_parse_double(val, 1e-6, 1e6, &c->capacity_factor, "--capacity-factor", err);
     else if (strcmp(name, "planners") == 0)
         c->planners = val;
     else if (strcmp(name, "slots") == 0)

@@ -4,6 +4,8 @@
 #include "datadir.h"
 #include "plot.h"
 #include "plot_frontier.h"
+#include "plot_advise.h"
+#include "plot_layers.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -2149,7 +2151,7 @@ int tsim_plot_formats_parse(const char *s, int *formats, tsim_error *err)
  * results written before the field existed. */
 static int result_study(const cJSON *root, const char **study, tsim_error *err)
 {
-    static const char *const known[] = {"replay", "table1", "ablation", "sweep", "scaling"};
+    static const char *const known[] = {"replay", "table1", "ablation", "sweep", "scaling", "advise"};
     const cJSON *j = field(root, "study");
     char guessed[16] = "";
     const char *name = NULL;
@@ -2184,6 +2186,60 @@ static int result_study(const cJSON *root, const char **study, tsim_error *err)
     return TSIM_E_INPUT;
 }
 
+/* taotsim advise: two figures of one data file, whose text plot_advise.c makes. */
+static int plot_advise(plotset *ps, const cJSON *root, tsim_error *err)
+{
+    static const char *const names[2] = {"advise_memory", "advise_traffic"};
+    static const char *const xlabels[2] = {
+        "memory per rank (MB): guest slots × one expert's weights",
+        "weight traffic per record: weighted + re-homed intra + λ_eval × re-homed inter"};
+    char *dat = NULL, *vars = NULL;
+    size_t nd = 0, nv = 0;
+    FILE *d = open_memstream(&dat, &nd), *v = open_memstream(&vars, &nv);
+    int rc = d && v ? tsim_plot_advise_text(root, d, v, err) : oom(err);
+    if ((d && fclose(d)) || (v && fclose(v)))
+        rc = rc ? rc : oom(err);
+    const cJSON *trace = field(field(root, "params"), "trace");
+    char title[512];
+    snprintf(title, sizeof title, "taotsim advise: %s", cJSON_IsString(trace) ? trace->valuestring : "?");
+    text *body = rc ? NULL : add_dat(ps, "advise");
+    if (!rc && !body)
+        rc = err->code;
+    if (body)
+        text_add(body, "%s", dat);
+    for (int f = 0; f < 2 && !rc; f++) {
+        text *t = add_figure(ps, names[f], "advise", "advise.dat", title);
+        if (!t) {
+            rc = err->code;
+            break;
+        }
+        text_add(t, "XCOL = %d\nXLABEL = ", f + 1);
+        text_gp_string(t, xlabels[f]);
+        text_add(t, "\n%s", vars);
+    }
+    free(dat);
+    free(vars);
+    return rc;
+}
+
+/* replay --by-layer: replay_layers, built by plot_layers.c. */
+static int plot_replay_layers(plotset *ps, const cJSON *results, tsim_error *err)
+{
+    char *dat, *vars;
+    int rc = tsim_plot_layers_build(results, &dat, &vars, err);
+    text *d = rc ? NULL : add_dat(ps, "replay_layers");
+    text *v = d ? add_figure(ps, "replay_layers", "replay_layers", "replay_layers.dat",
+                             "Balancedness per layer, before and after planning")
+                : NULL;
+    if (v) {
+        text_add(d, "%s", dat);
+        text_add(v, "%s", vars);
+    }
+    free(dat);
+    free(vars);
+    return rc ? rc : v ? TSIM_OK : err->code;
+}
+
 static int build(const cJSON *root, plotset *ps, const char **study_name, tsim_error *err)
 {
     if (!cJSON_IsObject(root))
@@ -2210,14 +2266,19 @@ static int build(const cJSON *root, plotset *ps, const char **study_name, tsim_e
         return tsim_error_set(err, TSIM_E_INPUT, "every result is n/a (has an \"error\"): nothing to plot");
     study s = {.root = root, .results = results, .n = n, .err = err};
     const char *name = *study_name;
-    if (strcmp(name, "replay") == 0)
+    if (strcmp(name, "replay") == 0) {
         rc = plot_replay(ps, &s);
+        if (!rc && tsim_plot_layers_present(results))
+            rc = plot_replay_layers(ps, results, err);
+    }
     else if (strcmp(name, "table1") == 0)
         rc = plot_table1(ps, &s);
     else if (strcmp(name, "ablation") == 0)
         rc = plot_ablation(ps, &s);
     else if (strcmp(name, "sweep") == 0)
         rc = plot_sweep(ps, &s, root);
+    else if (strcmp(name, "advise") == 0)
+        rc = plot_advise(ps, root, err);
     else
         rc = plot_scaling(ps, &s);
     study_free(&s);

@@ -16,6 +16,7 @@ typedef struct {
     int n_planners;
     int slots;
     double lambda_eval;
+    double capacity_factor; /* --capacity-factor (0: none) */
     bool timing, step_model_on, per_record;
     bool planners_given; /* --planners given: else replay leaves lplb out where it cannot run */
     tsim_step_model step_model;

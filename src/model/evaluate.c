@@ -1,5 +1,6 @@
 #include "evaluate.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,8 @@ const char *const tsim_metric_names[TSIM_M_COUNT] = {
     "weighted",
     "offloaded", "traffic_inter_before", "traffic_inter_after", "plan_ns", "step_ms", "speedup",
     "rehomed_intra", "rehomed_inter", "excess_imbalance", "excess_cost",
+    "rehomed_intra", "rehomed_inter", "dropped_before", "dropped_after", "load_mean", "load_max_before",
+    "load_max_after",
 };
 
 int tsim_evaluator_init(tsim_evaluator *ev, const tsim_topology *topo, tsim_error *err)
@@ -89,6 +92,40 @@ double tsim_balancedness(const int64_t *load, int ranks)
     if (max == 0)
         return 0.0;
     return (double)total / (double)ranks / (double)max;
+}
+
+int64_t tsim_capacity(int64_t total, int ranks, double capacity_factor)
+{
+    /* long double keeps totals up to 2^63 exact in the product */
+    return (int64_t)floorl((long double)capacity_factor * (long double)total / (long double)ranks);
+}
+
+int64_t tsim_dropped(const int64_t *load, int ranks, double capacity_factor)
+{
+    if (capacity_factor <= 0)
+        return 0;
+    int64_t total = 0;
+    for (int r = 0; r < ranks; r++)
+        total += load[r];
+    const int64_t cap = tsim_capacity(total, ranks, capacity_factor);
+    int64_t dropped = 0;
+    for (int r = 0; r < ranks; r++)
+        if (load[r] > cap)
+            dropped += load[r] - cap;
+    return dropped;
+}
+
+/* Largest load and the mean over ranks. */
+static void load_extremes(const int64_t *load, int ranks, double *mean, double *max)
+{
+    int64_t total = 0, top = 0;
+    for (int r = 0; r < ranks; r++) {
+        total += load[r];
+        if (load[r] > top)
+            top = load[r];
+    }
+    *mean = (double)total / (double)ranks;
+    *max = (double)top;
 }
 
 #define REJECT(...)                                                                                         \
@@ -368,6 +405,11 @@ int tsim_evaluate_placed(tsim_evaluator *ev, const tsim_record *rec, const tsim_
         out->v[TSIM_M_RHO_AFTER] = tsim_imbalance(ev->load_after, R);
         out->v[TSIM_M_BALANCEDNESS_BEFORE] = tsim_balancedness(ev->load_before, R);
         out->v[TSIM_M_BALANCEDNESS_AFTER] = tsim_balancedness(ev->load_after, R);
+        out->v[TSIM_M_DROPPED_BEFORE] = (double)tsim_dropped(ev->load_before, R, ev->capacity_factor);
+        out->v[TSIM_M_DROPPED_AFTER] = (double)tsim_dropped(ev->load_after, R, ev->capacity_factor);
+        load_extremes(ev->load_before, R, &out->v[TSIM_M_LOAD_MEAN], &out->v[TSIM_M_LOAD_MAX_BEFORE]);
+        double mean_after;
+        load_extremes(ev->load_after, R, &mean_after, &out->v[TSIM_M_LOAD_MAX_AFTER]);
         out->v[TSIM_M_IMPROVE_PP] = 100.0 * (out->v[TSIM_M_RHO_AFTER] - out->v[TSIM_M_RHO_BEFORE]);
         out->v[TSIM_M_INTRA] = (double)intra;
         out->v[TSIM_M_INTER] = (double)inter;

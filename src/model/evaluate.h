@@ -40,6 +40,15 @@ typedef enum {
      * model (no slot limit, or re-homed experts). */
     TSIM_M_EXCESS_IMBALANCE,
     TSIM_M_EXCESS_COST,
+    /* Capacity-limited dispatch (only with a capacity factor C > 0): tokens
+     * above floor(C * mean) on a rank, summed over ranks, before and after. */
+    TSIM_M_DROPPED_BEFORE,
+    TSIM_M_DROPPED_AFTER,
+    /* The raw terms of vLLM's balancedness (sum of means / sum of maxima,
+     * over layers): the mean load over ranks and the largest load. */
+    TSIM_M_LOAD_MEAN,
+    TSIM_M_LOAD_MAX_BEFORE,
+    TSIM_M_LOAD_MAX_AFTER,
     TSIM_M_COUNT
 } tsim_metric_id;
 
@@ -64,6 +73,7 @@ typedef struct {
     int32_t *guests;       /* [R] replicas each rank hosts (plans with a placement) */
     const int32_t *home_used; /* [E] the home' of the last evaluated plan (topo->home without a placement) */
     size_t pair_cap;
+    double capacity_factor; /* C of dropped_before/_after; 0: no capacity limit (both 0) */
 } tsim_evaluator;
 
 int tsim_evaluator_init(tsim_evaluator *ev, const tsim_topology *topo, tsim_error *err);
@@ -74,6 +84,13 @@ void tsim_native_loads(const tsim_topology *topo, const tsim_record *rec, int64_
 double tsim_imbalance(const int64_t *load, int ranks);
 /* mean / max of the loads; 0 when every load is 0 (vLLM's convention). */
 double tsim_balancedness(const int64_t *load, int ranks);
+/* Capacity-limited dispatch: each rank computes at most
+ * floor(capacity_factor * total / ranks) tokens (total: the sum of the
+ * loads, so the mean is that of this record); returns the tokens above it,
+ * summed over ranks. 0 when capacity_factor <= 0 (no limit). */
+int64_t tsim_dropped(const int64_t *load, int ranks, double capacity_factor);
+/* The capacity itself: floor(capacity_factor * total / ranks). */
+int64_t tsim_capacity(int64_t total, int ranks, double capacity_factor);
 
 /* Checks the plan against every rule of model.md and fills all metrics but
  * plan_ns, step_ms and speedup (left 0). On a broken rule returns TSIM_E_INTERNAL with a message

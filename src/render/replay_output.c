@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layers.h"
 #include "vector.h"
 
 cJSON *tsim_planner_result_json(const tsim_session *s, int i)
@@ -31,6 +32,9 @@ cJSON *tsim_planner_result_json(const tsim_session *s, int i)
     }
     if (s->bounds && s->bounds_fit[i]) /* --bounds: why this planner has no excess metrics */
         cJSON_AddStringToObject(j, "bounds", tsim_bounds_fit_text(s->bounds_fit[i]));
+    cJSON_AddItemToObject(j, "balancedness_vllm", tsim_vllm_balancedness_json(res->metrics));
+    if (s->by_layer)
+        cJSON_AddItemToObject(j, "layers", tsim_layers_json(s, i));
     cJSON *notes = cJSON_AddObjectToObject(j, "notes");
     for (int b = 0; b < TSIM_NOTE_KINDS; b++)
         if (res->note_records[b])
@@ -85,8 +89,17 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
      * appear only when some plan re-homed, so other tables keep their bytes. */
     enum { MAX_COLS = 24 };
     const char *headers[MAX_COLS] = {"planner",    "records", "rho before %", "rho after %", "balancedness before",
-                                     "balancedness after", "improve pp", "intra", "inter", "weighted"};
-    int ncols = 10;
+                                     "balancedness after", "vLLM balancedness before", "vLLM balancedness after"};
+    int ncols = 8;
+    const bool capacity = tsim_session_metric_on(s, TSIM_M_DROPPED_BEFORE);
+    if (capacity) {
+        headers[ncols++] = "dropped before";
+        headers[ncols++] = "dropped after";
+    }
+    headers[ncols++] = "improve pp";
+    headers[ncols++] = "intra";
+    headers[ncols++] = "inter";
+    headers[ncols++] = "weighted";
     if (s->rehoming) {
         headers[ncols++] = "rehomed intra";
         headers[ncols++] = "rehomed inter";
@@ -115,11 +128,18 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
         fmt(c[3], sizeof c[3], 100.0 * mean_of(s, p, TSIM_M_RHO_AFTER), 2);
         fmt(c[4], sizeof c[4], mean_of(s, p, TSIM_M_BALANCEDNESS_BEFORE), 4);
         fmt(c[5], sizeof c[5], mean_of(s, p, TSIM_M_BALANCEDNESS_AFTER), 4);
-        fmt(c[6], sizeof c[6], mean_of(s, p, TSIM_M_IMPROVE_PP), 2);
-        fmt(c[7], sizeof c[7], mean_of(s, p, TSIM_M_INTRA), 2);
-        fmt(c[8], sizeof c[8], mean_of(s, p, TSIM_M_INTER), 2);
-        fmt(c[9], sizeof c[9], mean_of(s, p, TSIM_M_WEIGHTED), 2);
-        int k = 10;
+        const double load_mean = mean_of(s, p, TSIM_M_LOAD_MEAN);
+        fmt(c[6], sizeof c[6], tsim_vllm_balancedness(load_mean, mean_of(s, p, TSIM_M_LOAD_MAX_BEFORE)), 4);
+        fmt(c[7], sizeof c[7], tsim_vllm_balancedness(load_mean, mean_of(s, p, TSIM_M_LOAD_MAX_AFTER)), 4);
+        int k = 8;
+        if (capacity) {
+            fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_DROPPED_BEFORE), 1);
+            fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_DROPPED_AFTER), 1);
+        }
+        fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_IMPROVE_PP), 2);
+        fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_INTRA), 2);
+        fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_INTER), 2);
+        fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_WEIGHTED), 2);
         if (s->rehoming) {
             fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_REHOMED_INTRA), 2);
             fmt(c[k++], sizeof c[0], mean_of(s, p, TSIM_M_REHOMED_INTER), 2);
@@ -168,6 +188,10 @@ static int per_record_columns(const tsim_session *s, int *metrics)
     int n = 0;
     for (size_t k = 0; k < sizeof base / sizeof base[0]; k++)
         metrics[n++] = base[k];
+    if (tsim_session_metric_on(s, TSIM_M_DROPPED_BEFORE)) {
+        metrics[n++] = TSIM_M_DROPPED_BEFORE;
+        metrics[n++] = TSIM_M_DROPPED_AFTER;
+    }
     if (s->rehoming) {
         metrics[n++] = TSIM_M_REHOMED_INTRA;
         metrics[n++] = TSIM_M_REHOMED_INTER;
@@ -277,6 +301,8 @@ int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay
     }
     if (o->format == TSIM_FORMAT_CSV && o->per_record)
         return print_per_record(out, s, o->format) ? tsim_error_set(err, TSIM_E_INTERNAL, "out of memory") : 0;
+    if (o->format == TSIM_FORMAT_CSV && s->by_layer) /* one table per CSV: the finer one */
+        return tsim_layers_print(out, s, o->format) ? tsim_error_set(err, TSIM_E_INTERNAL, "out of memory") : 0;
     if (o->format == TSIM_FORMAT_MD) {
         fprintf(out, "# replay: %s (%lld records, EP %d, %d experts, %d ranks/node, K = %d, lambda_eval = %g)\n\n",
                 o->trace_path ? o->trace_path : "-", (long long)o->records, s->topo.ranks, s->topo.experts,
@@ -303,6 +329,8 @@ int tsim_replay_output_print(FILE *out, const tsim_session *s, const tsim_replay
               "weighted.\n",
               out);
     if (o->traffic && tsim_traffic_print(out, o->traffic, s, o->format))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if (s->by_layer && o->format == TSIM_FORMAT_MD && tsim_layers_print(out, s, o->format))
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     if (o->per_record) {
         fputs("\n## per record\n\n", out);

@@ -77,6 +77,15 @@ static bool any_rehomed(const tsim_study *s)
     return false;
 }
 
+/* Whether the rows count capacity drops (--capacity-factor). */
+static bool any_dropped(const tsim_study *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->rows[i].ok && s->rows[i].metric_on[TSIM_M_DROPPED_AFTER])
+            return true;
+    return false;
+}
+
 static void print_rehomed_note(FILE *out)
 {
     fputs("\nrehomed intra/inter: experts whose home rank changed since the planner's previous record of the "
@@ -350,7 +359,7 @@ static int print_sweep(FILE *out, const tsim_study *s)
         if (!seen && nle < TSIM_STUDY_LIST_MAX)
             les[nle++] = r->lambda_eval;
     }
-    const bool rehomed = any_rehomed(s);
+    const bool rehomed = any_rehomed(s), dropped = any_dropped(s);
     fprintf(out, "# λ sweep: weighted cost (intra + λ_eval·inter, mean per record)\n");
     /* Name the trace (its file name: the directory differs between machines). */
     const cJSON *trace = cJSON_GetObjectItemCaseSensitive(s->params, "trace");
@@ -378,6 +387,10 @@ static int print_sweep(FILE *out, const tsim_study *s)
             h[nh++] = "rehomed intra";
             h[nh++] = "rehomed inter";
         }
+        if (dropped) {
+            h[nh++] = "dropped before";
+            h[nh++] = "dropped after";
+        }
         const int first_eval = nh;
         for (int e = 0; e < nle && nh < 28; e++) {
             snprintf(hb[e], sizeof hb[e], "λ_eval=%g", les[e]);
@@ -403,9 +416,14 @@ static int print_sweep(FILE *out, const tsim_study *s)
             num(c[2], r->metrics[TSIM_M_BALANCEDNESS_AFTER].mean, 4);
             num(c[3], r->metrics[TSIM_M_INTRA].mean, 2);
             num(c[4], r->metrics[TSIM_M_INTER].mean, 2);
+            int k = 5;
             if (rehomed) {
-                num(c[5], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
-                num(c[6], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);
+                num(c[k++], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
+                num(c[k++], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);
+            }
+            if (dropped) {
+                num(c[k++], r->metrics[TSIM_M_DROPPED_BEFORE].mean, 1);
+                num(c[k++], r->metrics[TSIM_M_DROPPED_AFTER].mean, 1);
             }
             int col = first_eval;
             for (int k = 0; k < s->n && col < nh; k++) {
@@ -458,7 +476,7 @@ static int print_scaling(FILE *out, const tsim_study *s)
     static const char *const axes[3] = {"ep", "imbalance", "slots"};
     static const char *const titles[3] = {"EP size", "initial imbalance", "guest slots per rank K"};
     bool timing = false, step = false;
-    const bool rehomed = any_rehomed(s);
+    const bool rehomed = any_rehomed(s), dropped = any_dropped(s);
     for (int i = 0; i < s->n; i++)
         if (s->rows[i].ok) {
             timing |= s->rows[i].metric_on[TSIM_M_PLAN_NS];
@@ -466,12 +484,16 @@ static int print_scaling(FILE *out, const tsim_study *s)
         }
     fprintf(out, "# Scaling: one axis at a time around the base point (generated traces)\n");
     for (int a = 0; a < 3; a++) {
-        const char *h[16] = {"EP",          "init",  "K",     "planner", "rho before %", "rho after %", "balancedness before",
+        const char *h[18] = {"EP",          "init",  "K",     "planner", "rho before %", "rho after %", "balancedness before",
                              "balancedness after", "intra", "inter", "weighted"};
         int nh = 11;
         if (rehomed) {
             h[nh++] = "rehomed intra";
             h[nh++] = "rehomed inter";
+        }
+        if (dropped) {
+            h[nh++] = "dropped before";
+            h[nh++] = "dropped after";
         }
         if (timing)
             h[nh++] = "plan us p50";
@@ -487,7 +509,7 @@ static int print_scaling(FILE *out, const tsim_study *s)
             const tsim_study_row *r = &s->rows[i];
             if (!r->axis || strcmp(r->axis, axes[a]) != 0)
                 continue;
-            char c[16][CELL];
+            char c[18][CELL];
             snprintf(c[0], CELL, "%d", r->ep);
             snprintf(c[1], CELL, "%d%%", (int)lround(r->imbalance * 100));
             snprintf(c[2], CELL, "%d", r->slots);
@@ -507,6 +529,10 @@ static int print_scaling(FILE *out, const tsim_study *s)
                 if (rehomed) {
                     num(c[k++], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
                     num(c[k++], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);
+                }
+                if (dropped) {
+                    num(c[k++], r->metrics[TSIM_M_DROPPED_BEFORE].mean, 1);
+                    num(c[k++], r->metrics[TSIM_M_DROPPED_AFTER].mean, 1);
                 }
                 if (timing)
                     num(c[k++], r->metrics[TSIM_M_PLAN_NS].p50 / 1000.0, 1);

@@ -285,7 +285,7 @@ static int count_guests(void *ctx, struct tsim_session *s, int planner, const ts
  * g (may be NULL) counts guests. A planner that refuses the topology gives
  * a row that is not ok. */
 static int replay_setting(const advise_ctx *x, const tsim_planner *pl, int slots, int n, tsim_study_row *row,
-                          guest_count *g, tsim_error *err)
+                          tsim_plan_hook hook, void *hook_ctx, tsim_error *err)
 {
     const advise_trace *t = x->t;
     tsim_session s;
@@ -302,10 +302,8 @@ static int replay_setting(const advise_ctx *x, const tsim_planner *pl, int slots
         return rc;
     }
     s.pipeline = true; /* external planners get their window of records in flight */
-    if (g) {
-        s.hook = count_guests;
-        s.hook_ctx = g;
-    }
+    s.hook = hook;
+    s.hook_ctx = hook_ctx;
     for (int i = 0; i < n && rc == TSIM_OK; i++)
         rc = tsim_session_record(&s, &t->recs[i], err);
     if (rc == TSIM_OK)
@@ -327,7 +325,7 @@ static int advise_job(void *ctx_, int i, tsim_error *err)
     if (rc == TSIM_OK && !(g.guests = calloc((size_t)g.ranks, sizeof *g.guests)))
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     if (rc == TSIM_OK)
-        rc = replay_setting(x, &pl, pt->set.slots, x->t->n, row, &g, err);
+        rc = replay_setting(x, &pl, pt->set.slots, x->t->n, row, count_guests, &g, err);
     free(g.guests);
     if (rc)
         tsim_error_prefix(err, "%s (%s)", pl.label, pt->key);
@@ -372,7 +370,7 @@ static int slot_kind(advise_ctx *x, int p, int *fixed, bool *unlimited, tsim_err
     guest_count g = {.ranks = x->t->ranks};
     if (!(g.guests = calloc((size_t)g.ranks, sizeof *g.guests)))
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    int rc = replay_setting(x, &probe, 1, x->t->n < 16 ? x->t->n : 16, &row, &g, err);
+    int rc = replay_setting(x, &probe, 1, x->t->n < 16 ? x->t->n : 16, &row, count_guests, &g, err);
     free(g.guests);
     *unlimited = g.unlimited || (row.ok && g.peak == 0);
     return rc;
@@ -503,5 +501,74 @@ int tsim_run_advise(const tsim_advise_config *c, tsim_study *out, tsim_error *er
     advise_trace_free(&t);
     if (rc == TSIM_OK && !c->shard_count)
         rc = tsim_advise_finish(out, err);
+    return rc;
+}
+
+/* ---- the layout to load (--export-layout) --------------------------------------------- */
+
+static int collect_layout(void *ctx, struct tsim_session *s, int planner, const tsim_record *rec, tsim_plan *plan,
+                          const tsim_metrics *m, tsim_error *err)
+{
+    (void)s, (void)planner, (void)m;
+    return tsim_layout_collector_add(ctx, rec, plan, err);
+}
+
+/* Replays row r's setting again into col when its planner plans layouts;
+ * *usable: every layer ended with one. */
+static int row_layout(advise_ctx *x, const tsim_study_row *r, tsim_layout_collector *col, bool *usable,
+                      tsim_error *err)
+{
+    *usable = false;
+    tsim_advise_setting set;
+    int p = 0;
+    while (p < x->n_planners && strcmp(x->planners[p].label, r->planner) != 0)
+        p++;
+    if (p == x->n_planners || tsim_advise_setting_parse(r->key, &set))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "advise: row %s %s is not one of this sweep's", r->planner,
+                              r->key);
+    tsim_planner pl = x->planners[p];
+    if (!tsim_planner_has_layouts(&pl))
+        return TSIM_OK;
+    int rc = configure(&pl, &set, err);
+    tsim_study_row row = {0};
+    tsim_layout_collector_init(col);
+    if (rc == TSIM_OK)
+        rc = replay_setting(x, &pl, set.slots, x->t->n, &row, collect_layout, col, err);
+    const tsim_layout_table *t;
+    tsim_error unused = {0};
+    *usable = rc == TSIM_OK && row.ok && tsim_layout_collector_finish(col, pl.label, &t, &unused) == TSIM_OK;
+    if (!*usable)
+        tsim_layout_collector_free(col);
+    return rc;
+}
+
+int tsim_advise_layout(const tsim_advise_config *c, const tsim_study *s, tsim_layout_collector *layouts, int *row,
+                       tsim_error *err)
+{
+    *row = -1;
+    int *order = malloc(sizeof *order * (size_t)(s->n ? s->n : 1));
+    if (!order)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    const int n = tsim_advise_ranked(s, order);
+    advise_trace t;
+    int rc = advise_trace_read(&t, c->trace, err);
+    advise_ctx x = {.c = c, .t = &t};
+    if (rc == TSIM_OK)
+        rc = advise_planners(&x, err);
+    for (int k = 0; k < n && rc == TSIM_OK && *row < 0; k++) {
+        bool usable;
+        rc = row_layout(&x, &s->rows[order[k]], layouts, &usable, err);
+        if (rc == TSIM_OK && usable)
+            *row = order[k];
+    }
+    if (rc == TSIM_OK && *row < 0)
+        rc = tsim_error_set(err, TSIM_E_INPUT,
+                            "--export-layout: no setting that reaches balancedness %g ends every layer with a layout "
+                            "(eplb, trtllm and swift plan layouts): lower --target-balancedness or add them to "
+                            "--planners",
+                            c->target);
+    free(x.planners);
+    advise_trace_free(&t);
+    free(order);
     return rc;
 }

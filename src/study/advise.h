@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "error.h"
+#include "layout_export.h"
 #include "registry.h"
 #include "study.h"
 
@@ -68,6 +69,18 @@ typedef struct {
 int tsim_advise_balancedness_metric(void);
 
 void tsim_advise_score_row(const tsim_study *s, const tsim_study_row *r, tsim_advise_score *out);
+
+/* The rows that may be recommended (deployable, reaching the target) into
+ * order[], best first in the recommendation's order; returns how many. */
+int tsim_advise_ranked(const tsim_study *s, int *order);
+
+/* The layout to load (--export-layout): of the ranked rows, the first whose
+ * plans are layouts (eplb, trtllm, swift) with one for every layer, replayed
+ * again from c (the config of the run that made s) into layouts (initialised
+ * here when one is found; the caller frees it), its row index into *row.
+ * TSIM_E_INPUT when no ranked row has one. */
+int tsim_advise_layout(const tsim_advise_config *c, const tsim_study *s, tsim_layout_collector *layouts, int *row,
+                       tsim_error *err);
 
 /* The Pareto set (balance up; memory and weight traffic down) and the
  * recommendation into s->extra ("pareto", "recommendation"). */

@@ -66,6 +66,29 @@ static bool preferred(const tsim_advise_score *a, const tsim_advise_score *b)
     return a->balancedness > b->balancedness;
 }
 
+int tsim_advise_ranked(const tsim_study *s, int *order)
+{
+    const double target = param(s, "target_balancedness", 0.95);
+    int n = 0;
+    for (int i = 0; i < s->n; i++) {
+        tsim_advise_score sc;
+        tsim_advise_score_row(s, &s->rows[i], &sc);
+        if (!deployable(&s->rows[i]) || !(sc.balancedness >= target))
+            continue;
+        /* insertion: stable, so equal rows keep the sweep's order */
+        int at = n++;
+        for (; at > 0; at--) {
+            tsim_advise_score prev;
+            tsim_advise_score_row(s, &s->rows[order[at - 1]], &prev);
+            if (!preferred(&sc, &prev))
+                break;
+            order[at] = order[at - 1];
+        }
+        order[at] = i;
+    }
+    return n;
+}
+
 static void describe(const tsim_study_row *r, char *buf, size_t n)
 {
     tsim_advise_setting set;
@@ -83,14 +106,34 @@ static void describe(const tsim_study_row *r, char *buf, size_t n)
         snprintf(buf + used, n - used, " lambda_plan %g", set.lambda_plan);
 }
 
-static cJSON *recommendation_json(const tsim_study *s, int best, int reaching, int same_memory, double target)
+/* The deployable row with the best mean balancedness (the first on a tie), or -1. */
+static int best_balanced(const tsim_study *s, const tsim_advise_score *sc)
+{
+    int top = -1;
+    for (int i = 0; i < s->n; i++)
+        if (deployable(&s->rows[i]) && (top < 0 || sc[i].balancedness > sc[top].balancedness))
+            top = i;
+    return top;
+}
+
+static cJSON *recommendation_json(const tsim_study *s, const tsim_advise_score *all, int best, int reaching,
+                                  int same_memory, double target)
 {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "target_balancedness", target);
     char what[160], reason[640];
     if (best < 0) {
+        const int top = best_balanced(s, all);
+        if (top >= 0) {
+            describe(&s->rows[top], what, sizeof what);
+            snprintf(reason, sizeof reason,
+                     "none: no deployable setting reaches balancedness %.2f; the most balanced is %s (%.4f)", target,
+                     what, all[top].balancedness);
+        } else {
+            snprintf(reason, sizeof reason, "none: no deployable setting ran");
+        }
         cJSON_AddNullToObject(j, "planner");
-        cJSON_AddStringToObject(j, "reason", "no deployable setting reaches the target balancedness");
+        cJSON_AddStringToObject(j, "reason", reason);
         return j;
     }
     const tsim_study_row *r = &s->rows[best];
@@ -111,12 +154,50 @@ static cJSON *recommendation_json(const tsim_study *s, int best, int reaching, i
     return j;
 }
 
+/* Every row's setting and score, for readers of the JSON and the figures. */
+static void settings_json(tsim_study *s, const tsim_advise_score *sc, const bool *pareto, int best)
+{
+    cJSON *all = cJSON_AddArrayToObject(s->extra, "settings");
+    for (int i = 0; i < s->n; i++) {
+        const tsim_study_row *r = &s->rows[i];
+        tsim_advise_setting set;
+        tsim_advise_setting_parse(r->key, &set);
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "planner", r->planner);
+        cJSON_AddStringToObject(j, "key", r->key);
+        cJSON_AddNumberToObject(j, "slots", set.slots > 0 ? set.slots : r->planner_slots);
+        cJSON_AddBoolToObject(j, "slot_limit", set.slots > 0);
+        if (set.interval > 0)
+            cJSON_AddNumberToObject(j, "interval", set.interval);
+        if (set.history[0])
+            cJSON_AddStringToObject(j, "history", set.history);
+        if (!isnan(set.lambda_plan))
+            cJSON_AddNumberToObject(j, "lambda_plan", set.lambda_plan);
+        cJSON_AddNumberToObject(j, "memory_mb", sc[i].memory_mb);
+        if (r->ok) {
+            cJSON_AddNumberToObject(j, "balancedness", sc[i].balancedness);
+            cJSON_AddNumberToObject(j, "weight_traffic", sc[i].weight_traffic);
+            cJSON_AddNumberToObject(j, "moves", sc[i].moves);
+        } else {
+            cJSON_AddStringToObject(j, "error", r->error);
+        }
+        cJSON_AddBoolToObject(j, "deployable", deployable(r));
+        cJSON_AddBoolToObject(j, "pareto", pareto[i]);
+        cJSON_AddBoolToObject(j, "recommended", i == best);
+        cJSON_AddItemToArray(all, j);
+    }
+}
+
 int tsim_advise_finish(tsim_study *s, tsim_error *err)
 {
     const double target = param(s, "target_balancedness", 0.95);
     tsim_advise_score *sc = calloc((size_t)(s->n ? s->n : 1), sizeof *sc);
-    if (!sc)
+    bool *on_front = calloc((size_t)(s->n ? s->n : 1), sizeof *on_front);
+    if (!sc || !on_front) {
+        free(sc);
+        free(on_front);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
     for (int i = 0; i < s->n; i++)
         tsim_advise_score_row(s, &s->rows[i], &sc[i]);
     cJSON *pareto = cJSON_AddArrayToObject(s->extra, "pareto");
@@ -127,6 +208,7 @@ int tsim_advise_finish(tsim_study *s, tsim_error *err)
         bool dominated = false;
         for (int k = 0; k < s->n && !dominated; k++)
             dominated = k != i && deployable(&s->rows[k]) && dominates(&sc[k], &sc[i]);
+        on_front[i] = !dominated;
         if (!dominated) {
             cJSON *p = cJSON_CreateObject();
             cJSON_AddStringToObject(p, "planner", s->rows[i].planner);
@@ -142,7 +224,9 @@ int tsim_advise_finish(tsim_study *s, tsim_error *err)
     int same_memory = 0;
     for (int i = 0; best >= 0 && i < s->n; i++)
         same_memory += deployable(&s->rows[i]) && sc[i].balancedness >= target && sc[i].memory_mb == sc[best].memory_mb;
-    cJSON_AddItemToObject(s->extra, "recommendation", recommendation_json(s, best, reaching, same_memory, target));
+    cJSON_AddItemToObject(s->extra, "recommendation", recommendation_json(s, sc, best, reaching, same_memory, target));
+    settings_json(s, sc, on_front, best);
+    free(on_front);
     free(sc);
     return TSIM_OK;
 }

@@ -104,7 +104,7 @@ static void print_header(FILE *out, const tsim_study *s)
             NUM("ranks_per_node"), NUM("lambda_eval"), NUM("expert_mb"));
     const cJSON *rec = cJSON_GetObjectItemCaseSensitive(s->extra, "recommendation");
     const cJSON *reason = cJSON_GetObjectItemCaseSensitive(rec, "reason");
-    fprintf(out, "Target balancedness %g. Recommended: %s.\n\n", NUM("target_balancedness"),
+    fprintf(out, "Target balancedness %g. Recommendation: %s.\n\n", NUM("target_balancedness"),
             cJSON_IsString(reason) ? reason->valuestring : "-");
 #undef NUM
 }

@@ -171,6 +171,7 @@ static int run_planner(const record_set *rs, const tsim_planner *planner, int sl
         tsim_session_free(&s);
         return rc;
     }
+    s.capacity_factor = c->capacity_factor;
     s.pipeline = true; /* external planners get their window of records in flight */
     for (int i = 0; i < rs->n && rc == TSIM_OK; i++)
         rc = tsim_session_record(&s, &rs->recs[i], err);
@@ -389,6 +390,8 @@ static void params_common(tsim_study *out, const tsim_study_config *c)
     cJSON_AddNumberToObject(out->params, "slots", c->slots);
     cJSON_AddNumberToObject(out->params, "lambda_plan", c->base.common.lambda_plan);
     cJSON_AddNumberToObject(out->params, "lambda_eval", c->lambda_eval);
+    if (c->capacity_factor > 0)
+        cJSON_AddNumberToObject(out->params, "capacity_factor", c->capacity_factor);
     if (c->step_model_on) {
         cJSON *m = cJSON_AddObjectToObject(out->params, "step_model");
         cJSON_AddNumberToObject(m, "us_per_token", c->step_model.us_per_token);

@@ -28,6 +28,7 @@ typedef struct {
     bool step_model_on;
     tsim_step_model step_model;
     bool bounds;                /* --bounds: excess_imbalance and excess_cost (bounds.h) */
+    double capacity_factor;     /* > 0: dropped_before/_after at this C */
     void (*progress)(void *ctx, int done, int total);
     void *progress_ctx;
     /* --shard I/N: only grid points I, I+N, ... run, and the study stays

@@ -103,6 +103,10 @@ void tsim_session_free(tsim_session *s)
         tsim_planner_stop(&s->planners[i]);
         for (int m = 0; m < TSIM_M_COUNT; m++)
             tsim_series_free(&s->results[i].metrics[m]);
+        for (int l = 0; l < s->results[i].n_layers; l++)
+            for (int m = 0; m < TSIM_M_COUNT; m++)
+                tsim_series_free(&s->results[i].layers[l].metrics[m]);
+        free(s->results[i].layers);
         free(s->results[i].runs);
         if (s->previous) {
             free(s->previous[i].layers);
@@ -227,6 +231,57 @@ static int bounds_fill(tsim_session *s, int i, const tsim_record *rec, const tsi
                        tsim_error *err);
 
 /* Evaluates planner i's plan of rec and records its metrics. */
+/* The layer's results of one planner, added in layer order on first use. */
+static tsim_layer_result *layer_result(tsim_session *s, tsim_planner_result *res, int64_t layer)
+{
+    int lo = 0, hi = res->n_layers;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (res->layers[mid].layer < layer)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < res->n_layers && res->layers[lo].layer == layer)
+        return &res->layers[lo];
+    if (res->n_layers == res->cap_layers) {
+        int cap = res->cap_layers ? 2 * res->cap_layers : 16;
+        tsim_layer_result *grown = realloc(res->layers, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return NULL;
+        res->layers = grown;
+        res->cap_layers = cap;
+    }
+    memmove(&res->layers[lo + 1], &res->layers[lo], sizeof *res->layers * (size_t)(res->n_layers - lo));
+    res->n_layers++;
+    tsim_layer_result *l = &res->layers[lo];
+    memset(l, 0, sizeof *l);
+    l->layer = layer;
+    if (s->exact_max)
+        for (int m = 0; m < TSIM_M_COUNT; m++)
+            tsim_series_bound(&l->metrics[m], s->exact_max);
+    return l;
+}
+
+/* One record's metrics into the planner's series (and its layer's). */
+static int push_metrics(tsim_session *s, tsim_planner_result *res, int64_t layer, const tsim_metrics *m,
+                        tsim_error *err)
+{
+    for (int k = 0; k < TSIM_M_COUNT; k++)
+        if (tsim_series_push(&res->metrics[k], m->v[k]))
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if (!s->by_layer)
+        return TSIM_OK;
+    tsim_layer_result *l = layer_result(s, res, layer);
+    if (!l)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    for (int k = 0; k < TSIM_M_COUNT; k++)
+        if (tsim_series_push(&l->metrics[k], m->v[k]))
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    l->records++;
+    return TSIM_OK;
+}
+
 static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan *plan, double plan_ns,
                       tsim_error *err)
 {
@@ -235,6 +290,7 @@ static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan 
     tsim_previous_placements *pp = &s->previous[i];
     const int32_t *previous = tsim_previous_placement(pp, s->topo.experts, rec->layer);
     s->ev.topo = &s->ptopo[i]; /* checked against its own K */
+    s->ev.capacity_factor = s->capacity_factor;
     int rc = tsim_evaluate_placed(&s->ev, rec, plan, previous, s->lambda_eval, p->label, &m, err);
     if (rc) {
         /* a plan from outside taotsim that breaks a rule is bad input, not a bug */
@@ -259,9 +315,8 @@ static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan 
     if ((rc = bounds_fill(s, i, rec, plan, &m, err)))
         return rc;
     tsim_planner_result *res = &s->results[i];
-    for (int k = 0; k < TSIM_M_COUNT; k++)
-        if (tsim_series_push(&res->metrics[k], m.v[k]))
-            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if ((rc = push_metrics(s, res, rec->layer, &m, err)))
+        return rc;
     for (int b = 0; b < TSIM_NOTE_KINDS; b++)
         if (plan->notes & (1u << b))
             res->note_records[b]++;
@@ -406,6 +461,8 @@ bool tsim_session_metric_on(const tsim_session *s, int metric)
         return s->rehoming;
     if (metric == TSIM_M_EXCESS_IMBALANCE || metric == TSIM_M_EXCESS_COST)
         return s->bounds != NULL;
+    if (metric == TSIM_M_DROPPED_BEFORE || metric == TSIM_M_DROPPED_AFTER)
+        return s->capacity_factor > 0;
     return true;
 }
 
@@ -454,6 +511,7 @@ void tsim_session_bound_memory(tsim_session *s, size_t exact_max)
 {
     if (s->keep_ids)
         return;
+    s->exact_max = exact_max;
     for (int i = 0; i < s->n_planners; i++)
         for (int m = 0; m < TSIM_M_COUNT; m++)
             tsim_series_bound(&s->results[i].metrics[m], exact_max);
@@ -507,9 +565,8 @@ int tsim_session_commit(tsim_session *s, int planner, int64_t seq, const tsim_re
     int rc = bounds_fill(s, planner, rec, plan, &mb, err);
     if (rc)
         return rc;
-    for (int k = 0; k < TSIM_M_COUNT; k++)
-        if (tsim_series_push(&res->metrics[k], m->v[k]))
-            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if ((rc = push_metrics(s, res, rec->layer, m, err)))
+        return rc;
     for (int b = 0; b < TSIM_NOTE_KINDS; b++)
         if (notes & (1u << b))
             res->note_records[b]++;

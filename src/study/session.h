@@ -18,8 +18,18 @@
 #define TSIM_NOTE_KINDS 5
 extern const char *const tsim_note_names[TSIM_NOTE_KINDS];
 
+/* One layer's share of a planner's results (--by-layer). */
+typedef struct {
+    int64_t layer;
+    int64_t records;
+    tsim_series metrics[TSIM_M_COUNT];
+} tsim_layer_result;
+
 typedef struct {
     tsim_series metrics[TSIM_M_COUNT];
+    /* With by_layer: the same per layer, ascending by layer id. */
+    tsim_layer_result *layers;
+    int n_layers, cap_layers;
     int64_t note_records[TSIM_NOTE_KINDS]; /* records with each TSIM_NOTE_* bit */
     int64_t records;
     /* With keep_indices (sharded replays): which records were planned, as
@@ -97,6 +107,9 @@ typedef struct tsim_session {
     void *hook_ctx;
     tsim_previous_placements *previous; /* [n_planners] */
     bool rehoming;                /* some plan carried a placement: rehomed_* are reported */
+    double capacity_factor;       /* > 0: dropped_before/_after at this C (model.md) */
+    bool by_layer;                /* also keep every metric per layer (results[].layers) */
+    size_t exact_max;             /* the bound of tsim_session_bound_memory (0: none), for new layers */
     /* Pipelining, for planners that ask for a window (external planners over
      * a pipe). A caller that sets `pipeline` lets the session hold records
      * back (copied) until it has `window` of them, hand them to those

@@ -191,6 +191,7 @@ static int score_task(tsim_session_jobs *j, jobs_worker *w, jobs_slot *sl, int p
     const int32_t *previous = tsim_previous_placement(pp, j->E, sl->rec.layer);
     tsim_metrics *m = &sl->m[p];
     w->ev.topo = &s->ptopo[p]; /* checked against its own K */
+    w->ev.capacity_factor = s->capacity_factor;
     int rc = tsim_evaluate_placed(&w->ev, &sl->rec, plan, previous, s->lambda_eval, planner->label, m, err);
     if (rc) {
         if (planner->desc->external)

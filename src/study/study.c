@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "failif.h"
+#include "layers.h"
 #include "paper.h"
 
 void tsim_study_init(tsim_study *s, const char *name)
@@ -97,6 +98,13 @@ static int metric_index(const char *name)
     return -1;
 }
 
+/* vLLM's balancedness of a row, before or after the plan. */
+static double row_vllm(const tsim_study_row *r, bool after)
+{
+    return tsim_vllm_balancedness(r->metrics[TSIM_M_LOAD_MEAN].mean,
+                                  r->metrics[after ? TSIM_M_LOAD_MAX_AFTER : TSIM_M_LOAD_MAX_BEFORE].mean);
+}
+
 int tsim_study_lookup(void *ctx, const char *name, double *value)
 {
     const tsim_study *s = ctx;
@@ -113,7 +121,11 @@ int tsim_study_lookup(void *ctx, const char *name, double *value)
     if (!metric)
         return -1;
     *metric++ = '\0';
-    int m = metric_index(metric);
+    /* vLLM's balancedness is a ratio of two metrics' means: STAT is before or after. */
+    const bool vllm = strcmp(metric, "balancedness_vllm") == 0;
+    if (vllm && strcmp(stat, "before") != 0 && strcmp(stat, "after") != 0)
+        return -1;
+    int m = vllm ? TSIM_M_LOAD_MEAN : metric_index(metric);
     if (m < 0)
         return -1;
     const char *planner = buf, *key = NULL;
@@ -135,7 +147,9 @@ int tsim_study_lookup(void *ctx, const char *name, double *value)
         if (key && strcmp(r->key, key) != 0)
             continue;
         double v;
-        if (!stat_of(&r->metrics[m], stat, &v))
+        if (vllm)
+            v = row_vllm(r, strcmp(stat, "after") == 0);
+        else if (!stat_of(&r->metrics[m], stat, &v))
             return -1;
         sum += v;
         n++;
@@ -217,6 +231,9 @@ cJSON *tsim_study_json(const tsim_study *s)
                 cJSON_AddItemToObject(metrics, tsim_metric_names[m], tsim_summary_json(&r->metrics[m]));
         if (r->bounds_on && r->bounds_fit) /* --bounds: why excess_* are absent */
             cJSON_AddStringToObject(j, "bounds", tsim_bounds_fit_text(r->bounds_fit));
+        cJSON *vllm = cJSON_AddObjectToObject(j, "balancedness_vllm");
+        cJSON_AddNumberToObject(vllm, "before", row_vllm(r, false));
+        cJSON_AddNumberToObject(vllm, "after", row_vllm(r, true));
         cJSON *notes = NULL;
         for (int b = 0; b < TSIM_NOTE_KINDS; b++)
             if (r->notes[b]) {

@@ -1,0 +1,31 @@
+/* Metrics per layer (--by-layer) and vLLM's aggregate balancedness, for the
+ * replay output (markdown, CSV, JSON). model.md defines both. */
+#ifndef TSIM_LAYERS_H
+#define TSIM_LAYERS_H
+
+#include <stdio.h>
+
+#include "report.h"
+#include "session.h"
+
+struct cJSON;
+
+/* vLLM's form over a set of records: the sum of their mean loads over the
+ * sum of their largest loads (0 when every load is 0). Given the means of the
+ * load_mean and load_max_* series, which have the same count, that is the
+ * ratio of the means. */
+double tsim_vllm_balancedness(double load_mean_mean, double load_max_mean);
+
+/* {"before": ..., "after": ...} of vLLM's form over a set of series. */
+struct cJSON *tsim_vllm_balancedness_json(const tsim_series *metrics);
+
+/* The "layers" array of one planner: per layer its id, records, the summary
+ * of every metric that is on, and vLLM's form. */
+struct cJSON *tsim_layers_json(const tsim_session *s, int planner);
+
+/* The per-layer tables: markdown (a "## per layer" section, means) or CSV
+ * (planner,layer,metric,mean,std,min,p50,p95,max). Returns -1 when out of
+ * memory. */
+int tsim_layers_print(FILE *out, const tsim_session *s, tsim_format format);
+
+#endif

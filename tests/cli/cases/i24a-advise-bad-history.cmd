@@ -1,0 +1,1 @@
+$TAOTSIM advise traces/ep16-imb50.jsonl.gz --histories prev,latest

@@ -1,0 +1,1 @@
+$TAOTSIM advise traces/ep16-imb50.jsonl.gz --planners eplb --slot-list 1 --intervals 1,8 --histories prev --fail-if 'k1.i8.hprev.eplb.balancedness_after.mean < 0.99' --fail-if 'k1.i1.hprev.eplb.rehomed_inter.mean > 100' --format csv

@@ -1,0 +1,1 @@
+$TAOTSIM advise --help

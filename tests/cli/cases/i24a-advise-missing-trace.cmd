@@ -1,0 +1,1 @@
+$TAOTSIM advise traces/no-such-trace.jsonl.gz

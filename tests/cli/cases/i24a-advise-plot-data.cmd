@@ -1,0 +1,1 @@
+$TAOTSIM advise traces/ep16-imb50.jsonl.gz --planners none,eplb,taot,llep,lplb --slot-list 1,2 --intervals 1,8 --lambda-plan 3 --format json -o $TMP/a.json && $TAOTSIM plot $TMP/a.json -o $TMP/p --format none | sed "s#$TMP#TMP#" && cat $TMP/p/advise.dat && grep -E '^(XCOL|XLABEL|PLANNERS|NP|TARGET) =' $TMP/p/advise_memory.gp $TMP/p/advise_traffic.gp | sed "s#$TMP#TMP#"

@@ -1,0 +1,1 @@
+$TAOTSIM advise traces/ep16-imb50.jsonl.gz --planners eplb --slot-list 1 --intervals 8 --shard 0/1 -o $TMP/p.json && $TAOTSIM plot $TMP/p.json -o $TMP/figs --format none 2>$TMP/e; s=$?; sed "s#$TMP#TMP#" $TMP/e >&2; ls $TMP/figs 2>/dev/null; exit $s

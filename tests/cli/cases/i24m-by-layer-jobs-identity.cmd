@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/ep16-imb50.jsonl.gz --planners taot,eplb,lplb --by-layer --capacity-factor 1.1 -j 1 > $TMP/a.md && $TAOTSIM replay traces/ep16-imb50.jsonl.gz --planners taot,eplb,lplb --by-layer --capacity-factor 1.1 -j 3 > $TMP/b.md && cmp $TMP/a.md $TMP/b.md && echo '-j 1 and -j 3 give the same bytes'

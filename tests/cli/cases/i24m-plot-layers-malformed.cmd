@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners taot --by-layer --format json -o $TMP/r.json && cd $TMP && sed 's/"balancedness_vllm"/"renamed"/' r.json > bad.json && $TAOTSIM plot bad.json -o fig --format none; s=$?; test -e fig/replay_layers.dat && echo written; exit $s

@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners none,taot,eplb --by-layer --format json -o $TMP/r.json && $TAOTSIM plot $TMP/r.json -o $TMP/fig --format none > /dev/null && ls $TMP/fig && cat $TMP/fig/replay_layers.dat && grep -E '^(NL|PLANNERS|NP|COLORS|POINTS) =' $TMP/fig/replay_layers.gp
