@@ -13,6 +13,7 @@
 #include "record.h"
 #include "registry.h"
 #include "session.h"
+#include "study.h"
 #include "topology.h"
 
 /* 4 ranks, 2 per node, 8 experts (2 per rank), K = 2. Native loads:
@@ -290,4 +291,34 @@ Test(by_layer, layers_partition_the_records_at_any_j)
     tsim_session_free(&many);
     for (int i = 0; i < N; i++)
         tsim_record_free(&recs[i]);
+}
+
+/* --fail-if over a replay with --by-layer: a planner's row without a key is
+ * the whole run, its layer rows answer only to their key. */
+Test(by_layer, fail_if_names_layers_and_the_whole_run)
+{
+    tsim_study st;
+    tsim_study_init(&st, "replay");
+    const char *keys[3] = {"", "layer0", "layer7"};
+    const double rho[3] = {0.5, 0.1, 2.0};
+    for (int i = 0; i < 3; i++) {
+        tsim_study_row *r = tsim_study_add(&st);
+        cr_assert(r);
+        snprintf(r->key, sizeof r->key, "%s", keys[i]);
+        snprintf(r->planner, sizeof r->planner, "taot");
+        r->ok = true;
+        r->metric_on[TSIM_M_RHO_AFTER] = true;
+        r->metrics[TSIM_M_RHO_AFTER].mean = rho[i];
+    }
+    double v;
+    cr_assert_eq(tsim_study_lookup(&st, "taot.rho_after.mean", &v), 0);
+    cr_assert_eq(v, 0.5, "the whole run, not the mean of its rows (got %g)", v);
+    cr_assert_eq(tsim_study_lookup(&st, "layer7.taot.rho_after.mean", &v), 0);
+    cr_assert_eq(v, 2.0);
+    cr_assert_eq(tsim_study_lookup(&st, "layer3.taot.rho_after.mean", &v), -1, "no such layer");
+    /* A study's cells all have keys: without one, their mean, as before. */
+    snprintf(st.rows[0].key, sizeof st.rows[0].key, "ep16");
+    cr_assert_eq(tsim_study_lookup(&st, "taot.rho_after.mean", &v), 0);
+    cr_assert_float_eq(v, (0.5 + 0.1 + 2.0) / 3, 1e-12);
+    tsim_study_free(&st);
 }

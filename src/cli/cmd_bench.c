@@ -131,6 +131,7 @@ typedef struct {
     tsim_summary ns;          /* plan-call wall time */
     double replicas_mean;
     double rho_before_mean, rho_after_mean;
+    double balancedness_before_mean, balancedness_after_mean;
     int64_t capped;           /* records with TSIM_NOTE_AUCTION_CAPPED */
     int64_t gpu_fallback;     /* records with TSIM_NOTE_GPU_FALLBACK */
     cJSON *options;
@@ -171,7 +172,7 @@ static int bench_batched(tsim_planner *p, const tsim_topology *t, int64_t n_reco
         ptrs[ready] = &batch[ready];
     }
     const size_t cells = (size_t)t->ranks * (size_t)t->experts;
-    double replicas = 0.0, rho_b = 0.0, rho_a = 0.0;
+    double replicas = 0.0, rho_b = 0.0, rho_a = 0.0, bal_b = 0.0, bal_a = 0.0;
     const int64_t warmup = n_records < WARMUP_RECORDS ? n_records : WARMUP_RECORDS;
     for (int pass = 0; pass < 2; pass++) {
         const int64_t total = pass == 0 ? warmup : n_records;
@@ -200,6 +201,8 @@ static int bench_batched(tsim_planner *p, const tsim_topology *t, int64_t n_reco
                 replicas += plans[k].count;
                 rho_b += mt.v[TSIM_M_RHO_BEFORE];
                 rho_a += mt.v[TSIM_M_RHO_AFTER];
+                bal_b += mt.v[TSIM_M_BALANCEDNESS_BEFORE];
+                bal_a += mt.v[TSIM_M_BALANCEDNESS_AFTER];
             }
             if (pass == 1)
                 tsim_progress_update(progress, *progress_done + start, progress_total);
@@ -210,6 +213,8 @@ static int bench_batched(tsim_planner *p, const tsim_topology *t, int64_t n_reco
     row->replicas_mean = replicas / (double)n_records;
     row->rho_before_mean = rho_b / (double)n_records;
     row->rho_after_mean = rho_a / (double)n_records;
+    row->balancedness_before_mean = bal_b / (double)n_records;
+    row->balancedness_after_mean = bal_a / (double)n_records;
 done:
     for (int k = 0; k < ready; k++) {
         tsim_record_free(&batch[k]);
@@ -273,7 +278,7 @@ static int bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records,
         if ((rc = p->desc->plan(p->state, &rec, &plan, err)))
             goto done;
     }
-    double replicas = 0.0, rho_b = 0.0, rho_a = 0.0;
+    double replicas = 0.0, rho_b = 0.0, rho_a = 0.0, bal_b = 0.0, bal_a = 0.0;
     int64_t capped = 0, gpu_fallback = 0;
     for (int64_t i = 0; i < n_records; i++) {
         gen_record(t, seed, i, &rec, weights);
@@ -289,6 +294,8 @@ static int bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records,
         replicas += plan.count;
         rho_b += m.v[TSIM_M_RHO_BEFORE];
         rho_a += m.v[TSIM_M_RHO_AFTER];
+        bal_b += m.v[TSIM_M_BALANCEDNESS_BEFORE];
+        bal_a += m.v[TSIM_M_BALANCEDNESS_AFTER];
         capped += (plan.notes & TSIM_NOTE_AUCTION_CAPPED) != 0;
         gpu_fallback += (plan.notes & TSIM_NOTE_GPU_FALLBACK) != 0;
         if ((i & 255) == 0)
@@ -299,6 +306,8 @@ static int bench_one(tsim_planner *p, const tsim_topology *t, int64_t n_records,
     row->replicas_mean = replicas / (double)n_records;
     row->rho_before_mean = rho_b / (double)n_records;
     row->rho_after_mean = rho_a / (double)n_records;
+    row->balancedness_before_mean = bal_b / (double)n_records;
+    row->balancedness_after_mean = bal_a / (double)n_records;
     row->capped = capped;
     row->gpu_fallback = gpu_fallback;
     if (gpu_fallback > 0) {
@@ -337,13 +346,14 @@ static int print_table(FILE *out, tsim_format fmt, const bench_row *rows, int n_
 {
     if (n_rows > 0) {
         static const char *const headers[] = {"planner", "R", "E", "K", "records", "median_us", "p95_us", "mean_us",
-                                              "replicas", "rho_before", "rho_after", "capped"};
+                                              "replicas", "rho_before", "rho_after", "balancedness_before",
+                                              "balancedness_after", "capped"};
         tsim_table tab;
-        if (tsim_table_init(&tab, 12, headers))
+        if (tsim_table_init(&tab, 14, headers))
             return -1;
         for (int i = 0; i < n_rows; i++) {
             const bench_row *r = &rows[i];
-            char c[12][96];
+            char c[14][96];
             snprintf(c[0], sizeof c[0], "%s", r->label);
             snprintf(c[1], sizeof c[1], "%d", r->R);
             snprintf(c[2], sizeof c[2], "%d", r->E);
@@ -355,9 +365,11 @@ static int print_table(FILE *out, tsim_format fmt, const bench_row *rows, int n_
             tsim_fmt_num(c[8], sizeof c[8], r->replicas_mean, 1);
             tsim_fmt_num(c[9], sizeof c[9], r->rho_before_mean, 4);
             tsim_fmt_num(c[10], sizeof c[10], r->rho_after_mean, 4);
-            snprintf(c[11], sizeof c[11], "%lld", (long long)r->capped);
-            const char *cells[12];
-            for (int q = 0; q < 12; q++)
+            tsim_fmt_num(c[11], sizeof c[11], r->balancedness_before_mean, 4);
+            tsim_fmt_num(c[12], sizeof c[12], r->balancedness_after_mean, 4);
+            snprintf(c[13], sizeof c[13], "%lld", (long long)r->capped);
+            const char *cells[14];
+            for (int q = 0; q < 14; q++)
                 cells[q] = c[q];
             if (tsim_table_add_row(&tab, cells)) {
                 tsim_table_free(&tab);
@@ -434,6 +446,8 @@ static int print_json(FILE *out, const bench_row *rows, int n_rows, int64_t reco
         cJSON_AddNumberToObject(o, "replicas_mean", r->replicas_mean);
         cJSON_AddNumberToObject(o, "rho_before_mean", r->rho_before_mean);
         cJSON_AddNumberToObject(o, "rho_after_mean", r->rho_after_mean);
+        cJSON_AddNumberToObject(o, "balancedness_before_mean", r->balancedness_before_mean);
+        cJSON_AddNumberToObject(o, "balancedness_after_mean", r->balancedness_after_mean);
         cJSON_AddNumberToObject(o, "auction_capped", (double)r->capped);
         cJSON_AddNumberToObject(o, "gpu_fallback", (double)r->gpu_fallback);
         cJSON_AddItemToArray(lat, o);

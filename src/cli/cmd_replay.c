@@ -70,7 +70,8 @@ static void replay_help(void)
            "                       floor(C x the record's mean load over ranks) tokens; the\n"
            "                       rest count as dropped_before/_after (C > 0)\n"
            "  --by-layer           also break every metric down per layer (tables, CSV,\n"
-           "                       JSON \"layers\"; 'taotsim plot' draws replay_layers)\n"
+           "                       JSON \"layers\"; 'taotsim plot' draws replay_layers;\n"
+           "                       --fail-if names layerL.PLANNER.METRIC.STAT)\n"
            "  --fail-if EXPR       exit 1 when EXPR holds, e.g. 'taot.rho_after.p95 > 0.05'\n"
            "                       (names PLANNER.METRIC.STAT; repeatable)\n"
            "  --format md|csv|json output format (default md)\n"
@@ -153,7 +154,8 @@ static int dump_hook(void *ctx_, tsim_session *s, int planner, const tsim_record
     return TSIM_OK;
 }
 
-/* --fail-if over a replay: names PLANNER.METRIC.STAT. */
+/* --fail-if over a replay: names PLANNER.METRIC.STAT, and with --by-layer
+ * layerL.PLANNER.METRIC.STAT. */
 static int check_gates(const tsim_session *s, const char *const *gates, int n)
 {
     if (n == 0)
@@ -165,6 +167,12 @@ static int check_gates(const tsim_session *s, const char *const *gates, int n)
         if (row)
             tsim_study_row_from_session(row, s, p);
     }
+    for (int p = 0; p < s->n_planners && s->by_layer; p++) /* "layerL.PLANNER.METRIC.STAT" */
+        for (int l = 0; l < s->results[p].n_layers; l++) {
+            tsim_study_row *row = tsim_study_add(&study);
+            if (row)
+                tsim_study_row_from_layer(row, s, p, l);
+        }
     int status = tsim_study_check_gates(&study, gates, n, "replay", stderr);
     tsim_study_free(&study);
     return status;

@@ -53,6 +53,16 @@ const char *tsim_study_row_method(const tsim_study_row *r)
     return r->method[0] ? r->method : r->planner;
 }
 
+void tsim_study_row_from_layer(tsim_study_row *row, const tsim_session *s, int planner, int layer)
+{
+    tsim_study_row_from_session(row, s, planner);
+    const tsim_layer_result *l = &s->results[planner].layers[layer];
+    snprintf(row->key, sizeof row->key, "layer%lld", (long long)l->layer);
+    row->records = l->records;
+    for (int m = 0; m < TSIM_M_COUNT; m++)
+        row->metrics[m] = tsim_series_summary(&l->metrics[m]);
+}
+
 void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int planner)
 {
     snprintf(row->planner, sizeof row->planner, "%s", s->planners[planner].label);
@@ -138,13 +148,18 @@ int tsim_study_lookup(void *ctx, const char *name, double *value)
             break;
         }
     }
+    /* Without a key, a planner's row without a key (a replay's whole run)
+     * stands for it alone; its keyed rows (the replay's layers) are details. */
+    bool whole = false;
+    for (int i = 0; i < s->n && !key; i++)
+        whole |= s->rows[i].key[0] == '\0' && strcmp(s->rows[i].planner, planner) == 0;
     double sum = 0;
     int n = 0;
     for (int i = 0; i < s->n; i++) {
         const tsim_study_row *r = &s->rows[i];
         if (!r->ok || !r->metric_on[m] || strcmp(r->planner, planner) != 0)
             continue;
-        if (key && strcmp(r->key, key) != 0)
+        if (key ? strcmp(r->key, key) != 0 : whole && r->key[0] != '\0')
             continue;
         double v;
         if (vllm)

@@ -69,10 +69,14 @@ const char *tsim_study_row_method(const tsim_study_row *r);
 
 /* Fills a row's metrics from one planner's results of a session. */
 void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int planner);
+/* The same for one of its layers (results[planner].layers[layer], --by-layer),
+ * keyed "layerL" for --fail-if ("layer3.taot.rho_after.p95"). */
+void tsim_study_row_from_layer(tsim_study_row *row, const tsim_session *s, int planner, int layer);
 
 /* --fail-if lookup over rows: "KEY.PLANNER.METRIC.STAT" for one cell, or
  * "PLANNER.METRIC.STAT" for the mean of that statistic over all of the
- * planner's cells. ctx is the tsim_study. */
+ * planner's cells; where the planner has a row without a key (a replay),
+ * that row alone. ctx is the tsim_study. */
 int tsim_study_lookup(void *ctx, const char *name, double *value);
 
 /* Evaluates every --fail-if expression over the study's rows, printing

@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners taot,eplb --by-layer --fail-if 'layer1.eplb.balancedness_after.mean < 0.73 || layer0.taot.balancedness_vllm.after < 0.95' --fail-if 'eplb.balancedness_after.mean < 0.7' -o $TMP/out.md
