@@ -10,8 +10,7 @@ const char *const tsim_metric_names[TSIM_M_COUNT] = {
     "rho_before", "rho_after", "balancedness_before", "balancedness_after", "improve_pp", "intra", "inter",
     "weighted",
     "offloaded", "traffic_inter_before", "traffic_inter_after", "plan_ns", "step_ms", "speedup",
-    "rehomed_intra", "rehomed_inter", "excess_imbalance", "excess_cost",
-    "rehomed_intra", "rehomed_inter", "dropped_before", "dropped_after", "load_mean", "load_max_before",
+    "rehomed_intra", "rehomed_inter", "excess_imbalance", "excess_cost", "dropped_before", "dropped_after", "load_mean", "load_max_before",
     "load_max_after",
 };
 

@@ -230,7 +230,6 @@ static int plan_one(tsim_session *s, int i, const tsim_record *rec, tsim_plan *p
 static int bounds_fill(tsim_session *s, int i, const tsim_record *rec, const tsim_plan *plan, tsim_metrics *m,
                        tsim_error *err);
 
-/* Evaluates planner i's plan of rec and records its metrics. */
 /* The layer's results of one planner, added in layer order on first use. */
 static tsim_layer_result *layer_result(tsim_session *s, tsim_planner_result *res, int64_t layer)
 {
@@ -282,6 +281,7 @@ static int push_metrics(tsim_session *s, tsim_planner_result *res, int64_t layer
     return TSIM_OK;
 }
 
+/* Evaluates planner i's plan of rec and records its metrics. */
 static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan *plan, double plan_ns,
                       tsim_error *err)
 {
