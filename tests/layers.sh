@@ -17,7 +17,6 @@ ranks=(
     "src/planner src/bound"
     "baselines gpu"
     "src/registry"
-    "src/report"
     "src/study"
     "src/render"
     "src/cli"

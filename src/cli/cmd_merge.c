@@ -13,6 +13,7 @@
 #include "outfile.h"
 #include "plot.h"
 #include "replay_output.h"
+#include "study_print.h"
 #include "report.h"
 #include "shard_cli.h"
 

@@ -14,6 +14,8 @@
 #include "failif.h"
 #include "merge.h"
 #include "fit.h"
+#include "fit_print.h"
+#include "study_print.h"
 #include "options.h"
 #include "outfile.h"
 #include "parse.h"

@@ -10,7 +10,6 @@
 
 #include "evaluate.h"
 #include "planner.h"
-#include "report.h"
 #include "session.h"
 #include "stats.h"
 
@@ -75,9 +74,6 @@ int tsim_study_lookup(void *ctx, const char *name, double *value);
  * "taotsim CMD: ..." on log for each that holds or is malformed. Returns 0,
  * TSIM_E_CHECK when one held, TSIM_E_INPUT when one was malformed (that wins). */
 int tsim_study_check_gates(const tsim_study *s, const char *const *gates, int n, const char *cmd, FILE *log);
-
-/* The JSON result: tool, version, command, study, params, results[], extra fields. */
-struct cJSON *tsim_study_json(const tsim_study *s);
 
 /* Table 1's paper values hold for K = 2 and lambda = 3 only: true when the
  * study ran at those (its params), so they may stand beside ours. */
