@@ -71,10 +71,28 @@ while IFS= read -r f; do
     done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | sed -E 's/^([0-9]+):/\1:/')
 done < <(find src baselines gpu -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
 
+# The library returns, the CLI speaks (issue 21): below src/render nothing
+# prints, exits or names stderr; it returns a tsim_error, and render/ writes
+# only to the FILE* it is handed. Writing data files (fwrite, fputc on an
+# output file) is allowed. Comment lines are skipped.
+speak=0
+render_rank=${rank_of_dir[src/render]}
+while IFS= read -r f; do
+    layer=$(layer_of "$f")
+    [ -n "$layer" ] && [ "${rank_of_dir[$layer]}" -lt "$render_rank" ] || continue
+    while IFS= read -r hit; do
+        echo "$f:$hit  <- the library prints or exits; return a tsim_error and let cli/ say it"
+        speak=$((speak + 1))
+    done < <(grep -nE '(^|[^a-z_])(printf|fprintf|vfprintf|puts|fputs|perror|exit|_exit|abort)[[:space:]]*\(|(^|[^a-z_])stderr([^a-z_]|$)' "$f" |
+        grep -vE '^[0-9]+:[[:space:]]*(/?\*|//)')
+done < <(find src baselines gpu -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
+bad=$((bad + speak))
+
 if [ "$bad" -gt 0 ]; then
-    echo "layers.sh: $bad upward or sideways includes (of $checked checked)"
+    [ "$speak" -gt 0 ] && echo "layers.sh: $speak printing or exiting calls below src/render"
+    echo "layers.sh: $((bad - speak)) upward or sideways includes (of $checked checked)"
     echo "script: 0 passed, 1 failed"
     exit 1
 fi
-echo "layers.sh: $checked includes checked, every one points down"
+echo "layers.sh: $checked includes checked, every one points down; nothing below src/render prints or exits"
 echo "script: 1 passed, 0 failed"

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "experiments.h"
 #include "failif.h"
+#include "gates.h"
 #include "merge.h"
 #include "options.h"
 #include "outfile.h"
@@ -143,7 +144,7 @@ static int replay_gates(const tsim_session *s, const merge_args *a)
         if (row)
             tsim_study_row_from_session(row, s, p);
     }
-    int status = tsim_study_check_gates(&study, a->gates, a->n_gates, "merge", stderr);
+    int status = tsim_cli_check_gates(&study, a->gates, a->n_gates, "merge", stderr);
     tsim_study_free(&study);
     return status;
 }
@@ -322,7 +323,7 @@ static int print_study(FILE *fp, const void *st, const merge_args *a, tsim_error
 
 static int gates_study(const void *st, const merge_args *a)
 {
-    return tsim_study_check_gates(st, a->gates, a->n_gates, "merge", stderr);
+    return tsim_cli_check_gates(st, a->gates, a->n_gates, "merge", stderr);
 }
 
 static cJSON *json_study(const void *st)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "gates.h"
 #include "registry.h"
 #include "commands.h"
 #include "experiments.h"
@@ -566,7 +567,7 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
 
     /* Gates first: one that names nothing in the result is exit 2, and exit 2
      * means nothing was written. */
-    int gate_status = tsim_study_check_gates(&study, gates, n_gates, cmd, stderr);
+    int gate_status = tsim_cli_check_gates(&study, gates, n_gates, cmd, stderr);
     if (gate_status == TSIM_E_INPUT) {
         tsim_study_free(&study);
         return gate_status;

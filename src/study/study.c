@@ -146,21 +146,6 @@ int tsim_study_lookup(void *ctx, const char *name, double *value)
     return 0;
 }
 
-int tsim_study_check_gates(const tsim_study *s, const char *const *gates, int n, const char *cmd, FILE *log)
-{
-    int status = TSIM_OK;
-    for (int g = 0; g < n; g++) {
-        tsim_error gerr = {0};
-        int rc = tsim_failif_check(gates[g], tsim_study_lookup, (void *)s, &gerr);
-        if (rc == TSIM_OK)
-            continue;
-        fprintf(log, "taotsim %s: %s\n", cmd, gerr.msg);
-        if (rc != TSIM_E_CHECK || status == TSIM_OK)
-            status = rc == TSIM_E_CHECK ? TSIM_E_CHECK : TSIM_E_INPUT;
-    }
-    return status;
-}
-
 static double param_or(const tsim_study *s, const char *key, double fallback)
 {
     const cJSON *j = s->params ? cJSON_GetObjectItemCaseSensitive(s->params, key) : NULL;

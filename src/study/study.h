@@ -70,11 +70,6 @@ void tsim_study_row_from_session(tsim_study_row *row, const tsim_session *s, int
  * planner's cells. ctx is the tsim_study. */
 int tsim_study_lookup(void *ctx, const char *name, double *value);
 
-/* Evaluates every --fail-if expression over the study's rows, printing
- * "taotsim CMD: ..." on log for each that holds or is malformed. Returns 0,
- * TSIM_E_CHECK when one held, TSIM_E_INPUT when one was malformed (that wins). */
-int tsim_study_check_gates(const tsim_study *s, const char *const *gates, int n, const char *cmd, FILE *log);
-
 /* Table 1's paper values hold for K = 2 and lambda = 3 only: true when the
  * study ran at those (its params), so they may stand beside ours. */
 bool tsim_study_paper_comparable(const tsim_study *s);
