@@ -158,7 +158,7 @@ static void child_reap(exec_state *x)
     /* every member is dying: this ends with ECHILD */
     while (waitpid(-x->pid, NULL, 0) > 0 || errno == EINTR)
         ;
-    tsim_procs_kill_tagged(x->tag); /* and those that left the group */
+    x->left_behind += tsim_procs_kill_tagged(x->tag, x->pid); /* and those that left the group */
     x->pid = 0;
 }
 
@@ -773,10 +773,7 @@ static void drain_after_last(exec_state *x, int64_t deadline)
              * started and left behind (a daemon in a session of its own). */
             exited = true;
             kill(-x->pid, SIGKILL);
-            int left_behind = tsim_procs_kill_tagged(x->tag);
-            if (left_behind > 0)
-                fprintf(stderr, "taotsim: planner '%s' left %d process%s running after it exited; killed\n",
-                        x->cfg->label, left_behind, left_behind == 1 ? "" : "es");
+            x->left_behind += tsim_procs_kill_tagged(x->tag, x->pid);
         }
         if (!exited && left_ms > 20)
             left_ms = 20; /* look at the planner again soon */
@@ -834,6 +831,12 @@ static void exec_end(exec_state *x)
                 x->cfg->label, x->cfg->timeout_s);
     }
     child_reap(x);
+    /* Said once, after the last sweep: which sweep met a straggler first
+     * (the one above, as the pipes stay open, or child_reap's) is a race,
+     * the count of them is not. */
+    if (x->left_behind > 0)
+        fprintf(stderr, "taotsim: planner '%s' left %d process%s running after it exited; killed\n",
+                x->cfg->label, x->left_behind, x->left_behind == 1 ? "" : "es");
     err_flush_line(x);
 }
 

@@ -39,6 +39,7 @@ typedef struct {
     int32_t *slot_table;     /* [R * slots_per_rank]: replica index of (guest, slot), -1 free */
     char name[64];           /* what the planner calls itself */
     char tag[64];            /* in the environment of all it starts (planner_procs.h) */
+    int left_behind;         /* tagged processes outside its group killed at its end */
 } exec_state;
 
 /* A short, printable excerpt of a bad line for messages. */
