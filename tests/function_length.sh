@@ -60,6 +60,8 @@ exceptions=$(awk '/^## /{on = ($0 ~ /^## Size limits/)} on && /^- `[^`]+` (`[^`]
 n_func_ex=$(printf '%s\n' "$exceptions" | awk 'NF == 2 && $2 != "file"' | wc -l)
 
 dirs=$(for d in src baselines gpu; do [ -d "$d" ] && echo "$d"; done)
+tmp=$(mktemp) || exit 2
+trap 'rm -f "$tmp"' EXIT
 files=$(find $dirs -type f \( -name '*.c' -o -name '*.cu' \) | sort)
 [ -n "$files" ] || { echo "function_length: no sources found under $root"; exit 2; }
 
@@ -140,10 +142,9 @@ printf '%s\n' "$long" | while read -r f name len start; do
         echo "$f:$start: $name is $len lines (limit $limit)"
         echo FAIL
     fi
-done >"${TMPDIR:-/tmp}/function_length.$$"
-grep -v '^FAIL$' "${TMPDIR:-/tmp}/function_length.$$"
-grep -q '^FAIL$' "${TMPDIR:-/tmp}/function_length.$$" && status=1
-rm -f "${TMPDIR:-/tmp}/function_length.$$"
+done >"$tmp"
+grep -v '^FAIL$' "$tmp"
+grep -q '^FAIL$' "$tmp" && status=1
 
 # Listed exceptions that are stale, and too many of them.
 if [ "$n_func_ex" -gt 3 ]; then
@@ -164,10 +165,9 @@ printf '%s\n' "$exceptions" | while read -r f name; do
         echo "$doc: lists $name of $f, which is not over $limit lines (drop the line)"
         echo FAIL
     fi
-done >"${TMPDIR:-/tmp}/function_length.$$"
-grep -v '^FAIL$' "${TMPDIR:-/tmp}/function_length.$$"
-grep -q '^FAIL$' "${TMPDIR:-/tmp}/function_length.$$" && status=1
-rm -f "${TMPDIR:-/tmp}/function_length.$$"
+done >"$tmp"
+grep -v '^FAIL$' "$tmp"
+grep -q '^FAIL$' "$tmp" && status=1
 
 # Files over the limit (.c only: a CUDA file keeps its kernels together).
 nfiles=0

@@ -70,7 +70,7 @@ int plot_ablation(plotset *ps, study *s)
     }
     text *v = NULL;
     if (!rc && !(v = plot_add_figure(ps, "ablation", "ablation", "ablation.dat",
-                                "Ablation: expert transfers per record by TAOT phase (mean ± std)")))
+                                     "Ablation: expert transfers per record by TAOT phase (mean ± std)")))
         rc = err->code;
     if (!rc) {
         plot_vars_planners(v, s->labels, s->planners.n);

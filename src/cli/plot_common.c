@@ -233,7 +233,7 @@ int plot_need_bool(const cJSON *obj, const char *where, const char *key, bool *o
 
 /* results[i].metrics.NAME: "mean" is required, "std" defaults to 0. */
 int plot_need_metric(const cJSON *res, const char *where, const char *name, double *mean, double *std,
-                       tsim_error *err)
+                     tsim_error *err)
 {
     const cJSON *metrics = plot_field(res, "metrics");
     if (!metrics)
@@ -573,7 +573,7 @@ int plot_result_at_pass(study *s, int i, const cJSON **res, char *where, size_t 
                 s->na.oom = true;
             else
                 plot_text_add(&s->na, "%s %s%s%s", s->na.len ? "," : "# n/a, not plotted (the result's notes say why):",
-                         l, k ? " at " : "", k ? k : "");
+                              l, k ? " at " : "", k ? k : "");
             free(l);
             free(k);
         }
@@ -631,7 +631,7 @@ int plot_make_labels(study *s)
  * cell. col maps a planner to its column (NULL: one column for all). Two
  * cells in the same place are an error naming what makes them the same. */
 double *plot_matrix(study *s, long part, size_t ngroups, size_t ncols, const long *col, size_t nv,
-                      const char *same_what)
+                    const char *same_what)
 {
     size_t slots = ngroups * ncols;
     double *m = malloc((slots * nv > 0 ? slots * nv : 1) * sizeof *m);

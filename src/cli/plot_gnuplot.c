@@ -80,14 +80,14 @@ int plot_read_template(const char *name, char **out, tsim_error *err)
 
 /* The script of a figure: a header, its variables, terminal.gp, its template. */
 int plot_build_script(const figure *f, const char *study, const char *command, const char *terminal,
-                        text *out, tsim_error *err)
+                      text *out, tsim_error *err)
 {
     char *tmpl = NULL;
     int rc = plot_read_template(f->tmpl, &tmpl, err);
     if (rc)
         return rc;
     plot_text_add(out, "# taotsim plot: %s, from a '%s' result, made from the template plots/%s.gp.\n", f->name, study,
-             f->tmpl);
+                  f->tmpl);
     if (command) {
         plot_text_add(out, "# Result of: ");
         size_t n = 0;
@@ -98,7 +98,7 @@ int plot_build_script(const figure *f, const char *study, const char *command, c
         plot_text_add(out, "%s\n", strlen(command) > 400 ? "..." : "");
     }
     plot_text_add(out, "# Render in this directory: gnuplot %s.gp (PNG), gnuplot -e 'fmt=\"svg\"' %s.gp (SVG).\n\n",
-             f->name, f->name);
+                  f->name, f->name);
     plot_text_addn(out, f->vars.buf ? f->vars.buf : "", f->vars.len);
     plot_text_add(out, "\n");
     plot_text_add(out, "%s", terminal);
@@ -339,7 +339,7 @@ int plot_check_gnuplot(int formats, char *gnuplot, size_t size, tsim_error *err)
 
 /* Renders FIGURE.gp into FIGURE.fmt, through a temporary name. */
 int plot_render(const char *gnuplot, const char *outdir, const char *figure_name, const char *fmt, FILE *log,
-                  tsim_plot_files *w, tsim_error *err)
+                tsim_plot_files *w, tsim_error *err)
 {
     char name[160], script[160];
     snprintf(name, sizeof name, "%s.%s", figure_name, fmt);

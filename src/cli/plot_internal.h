@@ -138,7 +138,7 @@ int plot_need_bool(const cJSON *obj, const char *where, const char *key, bool *o
 
 /* results[i].metrics.NAME: "mean" is required, "std" defaults to 0. */
 int plot_need_metric(const cJSON *res, const char *where, const char *name, double *mean, double *std,
-                       tsim_error *err);
+                     tsim_error *err);
 
 /* results[i].paper.NAME: a number or {"mean": ...}; NaN when absent or null. */
 int plot_paper_value(const cJSON *res, const char *where, const char *name, double *out, tsim_error *err);
@@ -198,7 +198,7 @@ int plot_make_labels(study *s);
  * cell. col maps a planner to its column (NULL: one column for all). Two
  * cells in the same place are an error naming what makes them the same. */
 double *plot_matrix(study *s, long part, size_t ngroups, size_t ncols, const long *col, size_t nv,
-                      const char *same_what);
+                    const char *same_what);
 
 long plot_group_index(groupset *g, const char *key, double c0, double c1);
 
@@ -243,7 +243,7 @@ int plot_read_template(const char *name, char **out, tsim_error *err);
 
 /* The script of a figure: a header, its variables, terminal.gp, its template. */
 int plot_build_script(const figure *f, const char *study, const char *command, const char *terminal,
-                        text *out, tsim_error *err);
+                      text *out, tsim_error *err);
 
 int plot_mkdir_p(const char *dir, tsim_error *err);
 
@@ -257,6 +257,6 @@ int plot_check_gnuplot(int formats, char *gnuplot, size_t size, tsim_error *err)
 
 /* Renders FIGURE.gp into FIGURE.fmt, through a temporary name. */
 int plot_render(const char *gnuplot, const char *outdir, const char *figure_name, const char *fmt, FILE *log,
-                  tsim_plot_files *w, tsim_error *err);
+                tsim_plot_files *w, tsim_error *err);
 
 #endif

@@ -74,7 +74,7 @@ static int summary_figure(plotset *ps, study *s, size_t f, const int *order, siz
     if (!d)
         return err->code;
     plot_text_add(d, "# taotsim plot: replay: %s per planner, over the records (x label colour min p50 p95 max mean)\n",
-             summary_figures[f].metric);
+                  summary_figures[f].metric);
     plot_write_na(d, s);
     double v[SUMMARY_STATS];
     size_t x = 0;
@@ -240,7 +240,7 @@ int plot_replay(plotset *ps, study *s)
         rc = err->code;
     if (!rc) {
         plot_text_add(d, "# taotsim plot: replay: imbalance per record, %% ((max load - mean) / mean)\n"
-                         "# record rho_before");
+                      "# record rho_before");
         for (size_t j = 0; j < s->planners.n; j++)
             plot_text_add(d, " %s:rho_after", s->labels[j]);
         plot_text_add(d, "\n");

@@ -75,7 +75,7 @@ int plot_scaling(plotset *ps, study *s)
             rc = err->code;
         if (!rc) {
             plot_text_add(d, "# taotsim plot: scaling along %s: mean and std; %srho_after in %%\n", axes[a],
-                     a == 1 ? "imbalance and " : "");
+                          a == 1 ? "imbalance and " : "");
             plot_write_na(d, s);
             plot_text_add(d, "# %s", axes[a]);
             for (size_t j = 0; j < cv.ncols; j++) {

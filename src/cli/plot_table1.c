@@ -38,9 +38,9 @@ static void vars_two_level_axis(text *v, const groupset *g)
         at += 10;
     }
     plot_text_add(v, "NG = %zu\nGX = \"%s\"\nXTICS = '(%s)'\nXMIN = -0.6\nXMAX = %.6g\n", n, gx.buf ? gx.buf : "",
-             ticks.buf ? ticks.buf : "", (at - 10) / 10.0 + 0.6);
+                  ticks.buf ? ticks.buf : "", (at - 10) / 10.0 + 0.6);
     plot_text_add(v, "OUTER_X = \"%s\"\nOUTER_LABELS = \"%s\"\nSEPS = \"%s\"\n", outer_x.buf ? outer_x.buf : "",
-             outer_l.buf ? outer_l.buf : "", seps.buf ? seps.buf : "");
+                  outer_l.buf ? outer_l.buf : "", seps.buf ? seps.buf : "");
     if (gx.oom || ticks.oom || outer_x.oom || outer_l.oom || seps.oom)
         v->oom = true;
     plot_text_free(&gx);
@@ -101,10 +101,10 @@ static int pareto_figure(plotset *ps, study *s, double ep, double imb_pct, const
         rc = err->code;
     if (!rc) {
         plot_text_add(d,
-                 "# taotsim plot: table1 Pareto at EP%.6g, %.6g%% initial imbalance: residual imbalance (%%) and "
-                 "weighted cost, mean and std; paper: the paper's Table 1 (residual: initial imbalance + its "
-                 "improvement pp; NaN: none)\n",
-                 ep, imb_pct);
+                      "# taotsim plot: table1 Pareto at EP%.6g, %.6g%% initial imbalance: residual imbalance (%%) and "
+                      "weighted cost, mean and std; paper: the paper's Table 1 (residual: initial imbalance + its "
+                      "improvement pp; NaN: none)\n",
+                      ep, imb_pct);
         plot_write_na(d, s);
         plot_text_add(d, "# planner rho_after rho_after_std weighted weighted_std paper_rho_after paper_weighted\n");
         for (size_t k = 0; k < n; k++) {
