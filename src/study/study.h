@@ -1,6 +1,6 @@
 /* Study results (table1, ablation, sweep, scaling): rows of per-planner metric
- * summaries at grid coordinates, printed as markdown, CSV or JSON, and looked
- * up by name for --fail-if. */
+ * summaries at grid coordinates, looked up by name for --fail-if; printed as
+ * markdown, CSV or JSON by render/study_print.h. */
 #ifndef TSIM_STUDY_H
 #define TSIM_STUDY_H
 
