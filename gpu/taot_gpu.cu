@@ -471,10 +471,12 @@ __device__ void warp_best(const Params &p, const State &s, const Scalars &sc, in
     *score_out = bs;
 }
 
-__device__ void phase2(const Params &p, State &s, Scalars &sc)
+/* Phase 2 setup: the hint factors, empty slots, the hint rows, and the
+ * candidates (experts with a hot home and spill > 0, ascending) with their
+ * spill left (rs) and each rank's spare room (rp). */
+__device__ void phase2_candidates(const Params &p, State &s, Scalars &sc)
 {
     const int R = p.R, E = p.E, K = p.K, tid = threadIdx.x;
-    const int warp = tid >> 5, lane = tid & 31;
     const int RK = R * K;
 
     /* alpha = avg / hpr, the hint factor 0.1f * alpha, alpha * B per class. */
@@ -518,8 +520,13 @@ __device__ void phase2(const Params &p, State &s, Scalars &sc)
     if (tid < R)
         s.rp[tid] = s.spare[tid];
     __syncthreads();
-    if (C == 0 || K == 0)
-        return;
+}
+
+/* Phase 2's K rounds of matching ranks to candidates (C > 0). */
+__device__ void phase2_rounds(const Params &p, State &s, Scalars &sc, int C)
+{
+    const int R = p.R, K = p.K, tid = threadIdx.x;
+    const int warp = tid >> 5, lane = tid & 31;
 
     /* The rounds of taot.md. Per inner iteration: every active rank proposes to
      * its best candidate (column step), every candidate accepts its best
@@ -627,6 +634,12 @@ __device__ void phase2(const Params &p, State &s, Scalars &sc)
         }
         __syncthreads();
     }
+}
+
+/* Phase 2's planned counts per slot (one thread). */
+__device__ void phase2_planned(const Params &p, State &s)
+{
+    const int RK = p.R * p.K, tid = threadIdx.x;
 
     /* Planned counts, in slot order (one thread, as the CPU): truncate each
      * slot's float amount; clamp to the expert's tokens not yet planned. */
@@ -652,6 +665,16 @@ __device__ void phase2(const Params &p, State &s, Scalars &sc)
         }
     }
     __syncthreads();
+}
+
+__device__ void phase2(const Params &p, State &s, Scalars &sc)
+{
+    phase2_candidates(p, s, sc);
+    const int C = sc.n_cand;
+    if (C == 0 || p.K == 0)
+        return;
+    phase2_rounds(p, s, sc, C);
+    phase2_planned(p, s);
 }
 
 /* ------------------------------------------------------------------------- */

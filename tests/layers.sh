@@ -17,7 +17,6 @@ ranks=(
     "src/planner src/bound"
     "baselines gpu"
     "src/registry"
-    "src/report"
     "src/study"
     "src/render"
     "src/cli"
@@ -72,10 +71,31 @@ while IFS= read -r f; do
     done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | sed -E 's/^([0-9]+):/\1:/')
 done < <(find src baselines gpu -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
 
+# The library returns, the CLI speaks (issue 21): below src/render nothing
+# prints to the terminal (printf, puts, perror, stderr, stdout), exits or
+# aborts; it returns a tsim_error, and render/ writes only to the FILE* it is
+# handed. Writing data files through a FILE* (a trace, a layout) is allowed,
+# and so is util/outfile.c's "-" for standard output. Comment lines are
+# skipped.
+speak=0
+render_rank=${rank_of_dir[src/render]}
+while IFS= read -r f; do
+    layer=$(layer_of "$f")
+    [ -n "$layer" ] && [ "${rank_of_dir[$layer]}" -lt "$render_rank" ] || continue
+    [ "$f" = src/util/outfile.c ] && continue
+    while IFS= read -r hit; do
+        echo "$f:$hit  <- the library prints or exits; return a tsim_error and let cli/ say it"
+        speak=$((speak + 1))
+    done < <(grep -n '' "$f" | grep -vE '^[0-9]+:[[:space:]]*(/?\*|//)' | sed -E 's#/\*.*\*/##g; s#//.*$##' |
+        grep -E '(^|[^a-z_])(printf|vprintf|puts|perror|exit|_exit|abort)[[:space:]]*\(|(^|[^a-z_])(stderr|stdout)([^a-z_]|$)')
+done < <(find src baselines gpu -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) | sort)
+bad=$((bad + speak))
+
 if [ "$bad" -gt 0 ]; then
-    echo "layers.sh: $bad upward or sideways includes (of $checked checked)"
+    [ "$speak" -gt 0 ] && echo "layers.sh: $speak printing or exiting calls below src/render"
+    echo "layers.sh: $((bad - speak)) upward or sideways includes (of $checked checked)"
     echo "script: 0 passed, 1 failed"
     exit 1
 fi
-echo "layers.sh: $checked includes checked, every one points down"
+echo "layers.sh: $checked includes checked, every one points down; nothing below src/render prints or exits"
 echo "script: 1 passed, 0 failed"

@@ -11,6 +11,7 @@
 #include "cli_common.h"
 #include "evaluate.h"
 #include "experiments.h"
+#include "study_print.h"
 #include "failif.h"
 #include "grid.h"
 #include "paper.h"

@@ -12,6 +12,7 @@
 
 #include "experiments.h"
 #include "fit.h"
+#include "fit_print.h"
 #include "paper.h"
 
 static void setup(void)

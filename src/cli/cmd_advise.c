@@ -10,12 +10,14 @@
 #include "experiments.h"
 #include "external.h"
 #include "failif.h"
+#include "gates.h"
 #include "merge.h"
 #include "options.h"
 #include "outfile.h"
 #include "parse.h"
 #include "plot.h"
 #include "report.h"
+#include "study_print.h"
 
 #define MAX_GATES 32
 
@@ -278,7 +280,7 @@ static int write_layout(const advise_args *a, const tsim_study_row *r, const tsi
 static int write_result(const tsim_study *study, const advise_args *a)
 {
     tsim_error err = {0};
-    int gate_status = tsim_study_check_gates(study, a->gates, a->n_gates, "advise", stderr);
+    int gate_status = tsim_cli_check_gates(study, a->gates, a->n_gates, "advise", stderr);
     if (gate_status == TSIM_E_INPUT)
         return gate_status;
     tsim_outfile out;

@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "fit.h"
+#include "fit_print.h"
 #include "options.h"
 #include "outfile.h"
 #include "parse.h"

@@ -8,11 +8,13 @@
 #include "commands.h"
 #include "experiments.h"
 #include "failif.h"
+#include "gates.h"
 #include "merge.h"
 #include "options.h"
 #include "outfile.h"
 #include "plot.h"
 #include "replay_output.h"
+#include "study_print.h"
 #include "report.h"
 #include "report_html.h"
 #include "shard_cli.h"
@@ -149,7 +151,7 @@ static int replay_gates(const tsim_session *s, const merge_args *a)
         if (row)
             tsim_study_row_from_session(row, s, p);
     }
-    int status = tsim_study_check_gates(&study, a->gates, a->n_gates, "merge", stderr);
+    int status = tsim_cli_check_gates(&study, a->gates, a->n_gates, "merge", stderr);
     tsim_study_free(&study);
     return status;
 }
@@ -337,7 +339,7 @@ static int print_study(FILE *fp, const void *st, const merge_args *a, tsim_error
 
 static int gates_study(const void *st, const merge_args *a)
 {
-    return tsim_study_check_gates(st, a->gates, a->n_gates, "merge", stderr);
+    return tsim_cli_check_gates(st, a->gates, a->n_gates, "merge", stderr);
 }
 
 static cJSON *json_study(const void *st)

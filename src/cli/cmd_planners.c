@@ -36,9 +36,22 @@ static void range_text(const tsim_option_spec *o, char *buf, size_t n)
         snprintf(buf, n, "at most %zu characters", o->size - 1);
 }
 
+/* An option's --help line: the help column starts at 28, with at least two
+ * spaces before it. */
+static void help_line(const tsim_option_spec *spec, FILE *out)
+{
+    char head[128];
+    int n = snprintf(head, sizeof head, "  --%s%s%s", spec->name, spec->arg ? " " : "", spec->arg ? spec->arg : "");
+    int pad = n < 26 ? 28 - n : 2;
+    if (spec->def && !strstr(spec->help, "(default"))
+        fprintf(out, "%s%*s%s (default %s)\n", head, pad, "", spec->help, spec->def);
+    else
+        fprintf(out, "%s%*s%s\n", head, pad, "", spec->help);
+}
+
 static void option_line(const tsim_option_spec *o, FILE *out)
 {
-    tsim_option_help_line(o, out);
+    help_line(o, out);
     char range[160];
     range_text(o, range, sizeof range);
     if (range[0])

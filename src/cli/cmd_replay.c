@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "evaluate.h"
 #include "external.h"
+#include "gates.h"
 #include "options.h"
 #include "failif.h"
 #include "merge.h"
@@ -173,7 +174,7 @@ static int check_gates(const tsim_session *s, const char *const *gates, int n)
             if (row)
                 tsim_study_row_from_layer(row, s, p, l);
         }
-    int status = tsim_study_check_gates(&study, gates, n, "replay", stderr);
+    int status = tsim_cli_check_gates(&study, gates, n, "replay", stderr);
     tsim_study_free(&study);
     return status;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "gates.h"
 #include "registry.h"
 #include "commands.h"
 #include "experiments.h"
@@ -14,6 +15,8 @@
 #include "failif.h"
 #include "merge.h"
 #include "fit.h"
+#include "fit_print.h"
+#include "study_print.h"
 #include "options.h"
 #include "outfile.h"
 #include "parse.h"
@@ -588,7 +591,7 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
 
     /* Gates first: one that names nothing in the result is exit 2, and exit 2
      * means nothing was written. */
-    int gate_status = tsim_study_check_gates(&study, gates, n_gates, cmd, stderr);
+    int gate_status = tsim_cli_check_gates(&study, gates, n_gates, cmd, stderr);
     if (gate_status == TSIM_E_INPUT) {
         tsim_study_free(&study);
         return gate_status;

@@ -68,7 +68,7 @@ static bool environ_has(const char *pid, const char *tag)
 }
 
 /* In rounds: one may fork while the others are killed. */
-int tsim_procs_kill_tagged(const char *tag)
+int tsim_procs_kill_tagged(const char *tag, pid_t group)
 {
     int killed = 0;
     const pid_t self = getpid();
@@ -82,14 +82,16 @@ int tsim_procs_kill_tagged(const char *tag)
                 !environ_has(d->d_name, tag))
                 continue;
             pid_t pid = (pid_t)atol(d->d_name);
+            /* read before the kill: a member of the group dies with it anyway */
+            const bool in_group = group > 0 && getpgid(pid) == group;
             if (kill(pid, SIGKILL) != 0)
                 continue;
             now++;
+            killed += !in_group;
             while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                 ; /* ECHILD for one that is not (yet) taotsim's child */
         }
         closedir(proc);
-        killed += now;
         if (now == 0)
             break;
     }

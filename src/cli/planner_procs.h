@@ -9,6 +9,7 @@
 #define TSIM_CLI_PLANNER_PROCS_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Writes planner n's tag ("NAME=VALUE") into tag[size] and returns a
  * malloc'ed copy of taotsim's environment (the strings shared, not copied)
@@ -17,7 +18,8 @@ char **tsim_procs_tagged_environ(char *tag, size_t size, unsigned n);
 
 /* Kills every process whose environment holds tag (from /proc; nothing where
  * there is none), reaps those that are taotsim's children, and returns how
- * many it killed. */
-int tsim_procs_kill_tagged(const char *tag);
+ * many of them were outside process group `group` (0: how many in all): those
+ * the planner left behind, where its own group dies with it. */
+int tsim_procs_kill_tagged(const char *tag, pid_t group);
 
 #endif

@@ -91,18 +91,6 @@ int tsim_option_apply(const tsim_option_spec *spec, void *options, const char *v
     }
 }
 
-void tsim_option_help_line(const tsim_option_spec *spec, FILE *out)
-{
-    char head[128];
-    int n = snprintf(head, sizeof head, "  --%s%s%s", spec->name, spec->arg ? " " : "", spec->arg ? spec->arg : "");
-    /* The help column starts at 28, with at least two spaces before it. */
-    int pad = n < 26 ? 28 - n : 2;
-    if (spec->def && !strstr(spec->help, "(default"))
-        fprintf(out, "%s%*s%s (default %s)\n", head, pad, "", spec->help, spec->def);
-    else
-        fprintf(out, "%s%*s%s\n", head, pad, "", spec->help);
-}
-
 int tsim_planner_start(tsim_planner *p, const tsim_topology *topo, tsim_error *err)
 {
     int rc = p->desc->init(&p->state, topo, &p->common, p->own.bytes, err);

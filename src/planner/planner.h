@@ -68,8 +68,6 @@ extern const tsim_option_spec tsim_planner_common_options[];
 /* Sets the option described by spec from its command-line text (NULL for a
  * flag). Messages name the option ("--taot-iters: ..."). */
 int tsim_option_apply(const tsim_option_spec *spec, void *options, const char *value, tsim_error *err);
-/* Writes spec's --help line. */
-void tsim_option_help_line(const tsim_option_spec *spec, FILE *out);
 
 /* One option's value: its table entry, the JSON key it is recorded under
  * ("taot-iters" of taot -> "iters", "taot-no-flow-hint" -> "flow_hint") and

@@ -1,12 +1,12 @@
 #include "replay_output.h"
-#include "traffic.h"
+#include "traffic_print.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers.h"
+#include "layers_print.h"
 #include "vector.h"
 
 cJSON *tsim_planner_result_json(const tsim_session *s, int i)

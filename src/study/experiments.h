@@ -12,7 +12,6 @@
 #include "gen.h"
 #include "planner.h"
 #include "registry.h"
-#include "report.h"
 #include "stepmodel.h"
 #include "study.h"
 
@@ -82,8 +81,5 @@ int tsim_run_scaling(const tsim_study_config *c, tsim_study *out, tsim_error *er
  * of table1 and sweep. What a study run does after its grid, and what
  * taotsim merge does once the shards' rows are together. */
 int tsim_study_finish(tsim_study *s, tsim_error *err);
-
-/* Markdown or CSV of a study (JSON: tsim_study_json). */
-int tsim_study_print(FILE *out, const tsim_study *s, tsim_format fmt, bool show_std, tsim_error *err);
 
 #endif

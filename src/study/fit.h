@@ -23,7 +23,7 @@
  *
  * Jobs are (regime, cell) pairs on the grid runner; results go to per-job
  * slots and ties rank by grid order, so the output is the same for any -j.
- * The library never prints; fit_print (study_print-style) formats results. */
+ * The library never prints; render/fit_print.c formats results. */
 #ifndef TSIM_FIT_H
 #define TSIM_FIT_H
 
@@ -32,7 +32,6 @@
 
 #include "experiments.h"
 #include "gen.h"
-#include "report.h"
 #include "study.h"
 
 struct cJSON;
@@ -159,14 +158,5 @@ typedef struct {
  * progress; c->planners is ignored: the fit always scores the four). */
 int tsim_fit_run(const tsim_study_config *c, const tsim_fit_grid *g, tsim_fit_result *out, tsim_error *err);
 void tsim_fit_result_free(tsim_fit_result *r);
-
-/* Output: markdown (ranking, closest regime per planner, per-cell residuals of
- * the top regimes), CSV (one row per top regime, cell, planner and metric) or
- * JSON (tsim_fit_json). */
-int tsim_fit_print(FILE *out, const tsim_fit_result *r, tsim_format fmt, tsim_error *err);
-struct cJSON *tsim_fit_json(const tsim_fit_result *r);
-
-/* The "fit" member of a regime file for ranked regime `rank` (0 = best). */
-struct cJSON *tsim_fit_provenance(const tsim_fit_result *r, int rank);
 
 #endif

@@ -3,9 +3,6 @@
 #ifndef TSIM_LAYERS_H
 #define TSIM_LAYERS_H
 
-#include <stdio.h>
-
-#include "report.h"
 #include "session.h"
 
 struct cJSON;
@@ -23,9 +20,5 @@ struct cJSON *tsim_vllm_balancedness_json(const tsim_series *metrics);
  * of every metric that is on, and vLLM's form. */
 struct cJSON *tsim_layers_json(const tsim_session *s, int planner);
 
-/* The per-layer tables: markdown (a "## per layer" section, means) or CSV
- * (planner,layer,metric,mean,std,min,p50,p95,max). Returns -1 when out of
- * memory. */
-int tsim_layers_print(FILE *out, const tsim_session *s, tsim_format format);
 
 #endif

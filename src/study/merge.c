@@ -11,7 +11,7 @@
 #include "experiments.h"
 #include "grid.h"
 #include "json_strict.h"
-#include "report.h"
+#include "provenance.h"
 #include "stats.h"
 
 /* ---- shards ------------------------------------------------------------------------ */

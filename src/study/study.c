@@ -109,7 +109,7 @@ static int metric_index(const char *name)
 }
 
 /* vLLM's balancedness of a row, before or after the plan. */
-static double row_vllm(const tsim_study_row *r, bool after)
+double tsim_study_row_vllm(const tsim_study_row *r, bool after)
 {
     return tsim_vllm_balancedness(r->metrics[TSIM_M_LOAD_MEAN].mean,
                                   r->metrics[after ? TSIM_M_LOAD_MAX_AFTER : TSIM_M_LOAD_MAX_BEFORE].mean);
@@ -163,7 +163,7 @@ int tsim_study_lookup(void *ctx, const char *name, double *value)
             continue;
         double v;
         if (vllm)
-            v = row_vllm(r, strcmp(stat, "after") == 0);
+            v = tsim_study_row_vllm(r, strcmp(stat, "after") == 0);
         else if (!stat_of(&r->metrics[m], stat, &v))
             return -1;
         sum += v;
@@ -177,21 +177,6 @@ int tsim_study_lookup(void *ctx, const char *name, double *value)
     return 0;
 }
 
-int tsim_study_check_gates(const tsim_study *s, const char *const *gates, int n, const char *cmd, FILE *log)
-{
-    int status = TSIM_OK;
-    for (int g = 0; g < n; g++) {
-        tsim_error gerr = {0};
-        int rc = tsim_failif_check(gates[g], tsim_study_lookup, (void *)s, &gerr);
-        if (rc == TSIM_OK)
-            continue;
-        fprintf(log, "taotsim %s: %s\n", cmd, gerr.msg);
-        if (rc != TSIM_E_CHECK || status == TSIM_OK)
-            status = rc == TSIM_E_CHECK ? TSIM_E_CHECK : TSIM_E_INPUT;
-    }
-    return status;
-}
-
 static double param_or(const tsim_study *s, const char *key, double fallback)
 {
     const cJSON *j = s->params ? cJSON_GetObjectItemCaseSensitive(s->params, key) : NULL;
@@ -201,89 +186,4 @@ static double param_or(const tsim_study *s, const char *key, double fallback)
 bool tsim_study_paper_comparable(const tsim_study *s)
 {
     return param_or(s, "slots", 2) == 2 && param_or(s, "lambda_plan", 3) == 3 && param_or(s, "lambda_eval", 3) == 3;
-}
-
-cJSON *tsim_study_json(const tsim_study *s)
-{
-    cJSON *root = tsim_result_json_new();
-    cJSON_AddStringToObject(root, "study", s->study);
-    cJSON_AddItemToObject(root, "params", cJSON_Duplicate(s->params, 1));
-    cJSON *results = cJSON_AddArrayToObject(root, "results");
-    for (int i = 0; i < s->n; i++) {
-        const tsim_study_row *r = &s->rows[i];
-        cJSON *j = cJSON_CreateObject();
-        if (r->axis)
-            cJSON_AddStringToObject(j, "axis", r->axis);
-        if (r->ep >= 0)
-            cJSON_AddNumberToObject(j, "ep", r->ep);
-        if (!isnan(r->imbalance))
-            cJSON_AddNumberToObject(j, "imbalance", r->imbalance);
-        if (r->slots >= 0)
-            cJSON_AddNumberToObject(j, "slots", r->slots);
-        if (r->planner_slots > 0) /* only where the planner's own K differs */
-            cJSON_AddNumberToObject(j, "planner_slots", r->planner_slots);
-        if (!isnan(r->lambda_plan))
-            cJSON_AddNumberToObject(j, "lambda_plan", r->lambda_plan);
-        if (!isnan(r->lambda_eval))
-            cJSON_AddNumberToObject(j, "lambda_eval", r->lambda_eval);
-        if (r->flow_hint >= 0)
-            cJSON_AddBoolToObject(j, "flow_hint", r->flow_hint);
-        if (r->comm_cost >= 0)
-            cJSON_AddBoolToObject(j, "comm_cost", r->comm_cost);
-        cJSON_AddStringToObject(j, "key", r->key);
-        cJSON_AddStringToObject(j, "planner", r->planner);
-        if (!r->ok) {
-            cJSON_AddStringToObject(j, "error", r->error);
-            cJSON_AddItemToArray(results, j);
-            continue;
-        }
-        if (r->seeds > 1)
-            cJSON_AddNumberToObject(j, "seeds", r->seeds);
-        cJSON_AddNumberToObject(j, "records", (double)r->records);
-        cJSON *metrics = cJSON_AddObjectToObject(j, "metrics");
-        for (int m = 0; m < TSIM_M_COUNT; m++)
-            if (r->metric_on[m])
-                cJSON_AddItemToObject(metrics, tsim_metric_names[m], tsim_summary_json(&r->metrics[m]));
-        if (r->bounds_on && r->bounds_fit) /* --bounds: why excess_* are absent */
-            cJSON_AddStringToObject(j, "bounds", tsim_bounds_fit_text(r->bounds_fit));
-        cJSON *vllm = cJSON_AddObjectToObject(j, "balancedness_vllm");
-        cJSON_AddNumberToObject(vllm, "before", row_vllm(r, false));
-        cJSON_AddNumberToObject(vllm, "after", row_vllm(r, true));
-        cJSON *notes = NULL;
-        for (int b = 0; b < TSIM_NOTE_KINDS; b++)
-            if (r->notes[b]) {
-                if (!notes)
-                    notes = cJSON_AddObjectToObject(j, "notes");
-                cJSON_AddNumberToObject(notes, tsim_note_names[b], (double)r->notes[b]);
-            }
-        /* The paper's figure for this cell, where it has one. */
-        tsim_paper_cell pc;
-        tsim_paper_ablation pa;
-        double speed;
-        if (strcmp(s->study, "table1") == 0 && tsim_study_paper_comparable(s) &&
-            tsim_paper_table1(r->ep, r->imbalance, tsim_study_row_method(r), &pc)) {
-            cJSON *p = cJSON_AddObjectToObject(j, "paper");
-            cJSON_AddNumberToObject(p, "improve_pp", pc.improve_pp);
-            cJSON_AddNumberToObject(p, "weighted", pc.weighted);
-            cJSON_AddNumberToObject(p, "intra", pc.intra);
-            cJSON_AddNumberToObject(p, "inter", pc.inter);
-        } else if (strcmp(s->study, "ablation") == 0 && tsim_paper_table2(r->flow_hint, r->comm_cost, &pa)) {
-            cJSON *p = cJSON_AddObjectToObject(j, "paper");
-            cJSON_AddNumberToObject(p, "rho_after", pa.rho_after);
-            cJSON_AddNumberToObject(p, "intra", pa.intra);
-            cJSON_AddNumberToObject(p, "inter", pa.inter);
-            cJSON_AddNumberToObject(p, "weighted", pa.weighted);
-        } else if (strcmp(s->study, "scaling") == 0 && r->axis && r->metric_on[TSIM_M_SPEEDUP] &&
-                   strcmp(tsim_study_row_method(r), "taot") == 0) {
-            double v = strcmp(r->axis, "ep") == 0 ? r->ep : strcmp(r->axis, "slots") == 0 ? r->slots : r->imbalance;
-            if (tsim_paper_speedup(r->axis, v, &speed)) {
-                cJSON *p = cJSON_AddObjectToObject(j, "paper");
-                cJSON_AddNumberToObject(p, "speedup", speed);
-            }
-        }
-        cJSON_AddItemToArray(results, j);
-    }
-    for (cJSON *e = s->extra ? s->extra->child : NULL; e; e = e->next)
-        cJSON_AddItemToObject(root, e->string, cJSON_Duplicate(e, 1));
-    return root;
 }

@@ -1,6 +1,6 @@
 /* Study results (table1, ablation, sweep, scaling): rows of per-planner metric
- * summaries at grid coordinates, printed as markdown, CSV or JSON, and looked
- * up by name for --fail-if. */
+ * summaries at grid coordinates, looked up by name for --fail-if; printed as
+ * markdown, CSV or JSON by render/study_print.h. */
 #ifndef TSIM_STUDY_H
 #define TSIM_STUDY_H
 
@@ -10,7 +10,6 @@
 
 #include "evaluate.h"
 #include "planner.h"
-#include "report.h"
 #include "session.h"
 #include "stats.h"
 
@@ -79,20 +78,12 @@ void tsim_study_row_from_layer(tsim_study_row *row, const tsim_session *s, int p
  * that row alone. ctx is the tsim_study. */
 int tsim_study_lookup(void *ctx, const char *name, double *value);
 
-/* Evaluates every --fail-if expression over the study's rows, printing
- * "taotsim CMD: ..." on log for each that holds or is malformed. Returns 0,
- * TSIM_E_CHECK when one held, TSIM_E_INPUT when one was malformed (that wins). */
-int tsim_study_check_gates(const tsim_study *s, const char *const *gates, int n, const char *cmd, FILE *log);
-
-/* The JSON result: tool, version, command, study, params, results[], extra fields. */
-struct cJSON *tsim_study_json(const tsim_study *s);
-
-/* --bounds: the section of excess metrics per cell and planner (markdown),
- * after a study's table; nothing when no row measured them (bounds_print.c). */
-int tsim_study_print_bounds(FILE *out, const tsim_study *s);
-
 /* Table 1's paper values hold for K = 2 and lambda = 3 only: true when the
  * study ran at those (its params), so they may stand beside ours. */
 bool tsim_study_paper_comparable(const tsim_study *s);
+
+/* vLLM's balancedness of a row (sum of mean loads over sum of max loads),
+ * before or after the plan. */
+double tsim_study_row_vllm(const tsim_study_row *r, bool after);
 
 #endif

@@ -17,7 +17,6 @@
 #include "error.h"
 #include "plan.h"
 #include "record.h"
-#include "report.h"
 #include "session.h"
 #include "topology.h"
 
@@ -79,8 +78,7 @@ int64_t tsim_traffic_crossing(const int64_t *m, int n);
 struct cJSON *tsim_traffic_json(const tsim_traffic *t, const tsim_session *s, const char *trace_path);
 /* The hottest links per planner, for the replay result's "traffic" key. */
 struct cJSON *tsim_traffic_summary_json(const tsim_traffic *t, const tsim_session *s);
-/* The text table (md or csv) naming each planner's hottest link before and
- * after; 0, or -1 when out of memory. */
-int tsim_traffic_print(FILE *out, const tsim_traffic *t, const tsim_session *s, tsim_format format);
+/* "node" or "rank". */
+const char *tsim_traffic_level_name(tsim_traffic_level level);
 
 #endif

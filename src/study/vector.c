@@ -177,6 +177,77 @@ static int read_history_rows(tsim_vector *v, const char *path, int R, int E, tsi
     return TSIM_OK;
 }
 
+/* The "expect" object: the plan, loads and metrics the planner must give. */
+static int read_expect(tsim_vector *v, const char *path, const cJSON *expect, int R, int E, tsim_error *err)
+{
+    const cJSON *reps = cJSON_GetObjectItemCaseSensitive(expect, "replicas");
+    const cJSON *alloc = cJSON_GetObjectItemCaseSensitive(expect, "alloc");
+    const cJSON *loads = cJSON_GetObjectItemCaseSensitive(expect, "loads_after");
+    if (!cJSON_IsArray(reps) || !cJSON_IsArray(alloc) || !cJSON_IsArray(loads) || cJSON_GetArraySize(loads) != R)
+        BAD("\"expect\" needs replicas, alloc and loads_after (%d numbers)", R);
+    int nrep = cJSON_GetArraySize(reps);
+    if (tsim_plan_init(&v->expect, R, nrep + 1, err)) {
+        tsim_vector_free(v);
+        return TSIM_E_INTERNAL;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, reps)
+    {
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 4)
+            BAD("expect.replicas entries are [expert, guest, slot, planned]");
+        tsim_plan_add(&v->expect, (int)cJSON_GetArrayItem(it, 0)->valuedouble,
+                      (int)cJSON_GetArrayItem(it, 1)->valuedouble, (int)cJSON_GetArrayItem(it, 2)->valuedouble,
+                      (int64_t)cJSON_GetArrayItem(it, 3)->valuedouble);
+    }
+    cJSON_ArrayForEach(it, alloc)
+    {
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 5)
+            BAD("expect.alloc entries are [source, expert, guest, slot, tokens]");
+        int src = (int)cJSON_GetArrayItem(it, 0)->valuedouble;
+        int e = (int)cJSON_GetArrayItem(it, 1)->valuedouble;
+        int g = (int)cJSON_GetArrayItem(it, 2)->valuedouble;
+        int k = (int)cJSON_GetArrayItem(it, 3)->valuedouble;
+        int64_t tok = (int64_t)cJSON_GetArrayItem(it, 4)->valuedouble;
+        int found = -1;
+        for (int i = 0; i < v->expect.count; i++) {
+            const tsim_replica *rp = &v->expect.replicas[i];
+            if (rp->expert == e && rp->guest == g && rp->slot == k)
+                found = i;
+        }
+        if (found < 0 || src < 0 || src >= R)
+            BAD("expect.alloc entry (%d, %d, %d, %d) names no listed replica", src, e, g, k);
+        tsim_plan_alloc_row(&v->expect, found)[src] = tok;
+    }
+    v->loads_after = calloc((size_t)R, sizeof *v->loads_after);
+    if (!v->loads_after) {
+        tsim_vector_free(v);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
+    int i = 0;
+    cJSON_ArrayForEach(it, loads) v->loads_after[i++] = (int64_t)it->valuedouble;
+    const cJSON *x;
+    if ((x = cJSON_GetObjectItemCaseSensitive(expect, "rho_before")) && cJSON_IsNumber(x))
+        v->rho_before = x->valuedouble;
+    if ((x = cJSON_GetObjectItemCaseSensitive(expect, "rho_after")) && cJSON_IsNumber(x))
+        v->rho_after = x->valuedouble;
+    get_int(expect, "intra", &v->intra);
+    get_int(expect, "inter", &v->inter);
+    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(expect, "placement");
+    if (pl) {
+        int32_t *home = tsim_plan_placement(&v->expect, E);
+        if (!home) {
+            tsim_vector_free(v);
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+        }
+        if (read_placement(pl, R, E, home))
+            BAD("expect.placement must have %d ranks in 0..%d", E, R - 1);
+    }
+    v->has_rehomed = get_int(expect, "rehomed_intra", &v->rehomed_intra) == 0 &&
+                     get_int(expect, "rehomed_inter", &v->rehomed_inter) == 0;
+    tsim_plan_sort(&v->expect);
+    return TSIM_OK;
+}
+
 int tsim_vector_load(tsim_vector *v, const char *path, tsim_error *err)
 {
     memset(v, 0, sizeof *v);
@@ -266,72 +337,7 @@ int tsim_vector_load(tsim_vector *v, const char *path, tsim_error *err)
     if (!cJSON_IsObject(expect))
         return TSIM_OK;
     v->has_expect = true;
-    const cJSON *reps = cJSON_GetObjectItemCaseSensitive(expect, "replicas");
-    const cJSON *alloc = cJSON_GetObjectItemCaseSensitive(expect, "alloc");
-    const cJSON *loads = cJSON_GetObjectItemCaseSensitive(expect, "loads_after");
-    if (!cJSON_IsArray(reps) || !cJSON_IsArray(alloc) || !cJSON_IsArray(loads) || cJSON_GetArraySize(loads) != R)
-        BAD("\"expect\" needs replicas, alloc and loads_after (%d numbers)", R);
-    int nrep = cJSON_GetArraySize(reps);
-    if (tsim_plan_init(&v->expect, R, nrep + 1, err)) {
-        tsim_vector_free(v);
-        return TSIM_E_INTERNAL;
-    }
-    const cJSON *it;
-    cJSON_ArrayForEach(it, reps)
-    {
-        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 4)
-            BAD("expect.replicas entries are [expert, guest, slot, planned]");
-        tsim_plan_add(&v->expect, (int)cJSON_GetArrayItem(it, 0)->valuedouble,
-                      (int)cJSON_GetArrayItem(it, 1)->valuedouble, (int)cJSON_GetArrayItem(it, 2)->valuedouble,
-                      (int64_t)cJSON_GetArrayItem(it, 3)->valuedouble);
-    }
-    cJSON_ArrayForEach(it, alloc)
-    {
-        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 5)
-            BAD("expect.alloc entries are [source, expert, guest, slot, tokens]");
-        int src = (int)cJSON_GetArrayItem(it, 0)->valuedouble;
-        int e = (int)cJSON_GetArrayItem(it, 1)->valuedouble;
-        int g = (int)cJSON_GetArrayItem(it, 2)->valuedouble;
-        int k = (int)cJSON_GetArrayItem(it, 3)->valuedouble;
-        int64_t tok = (int64_t)cJSON_GetArrayItem(it, 4)->valuedouble;
-        int found = -1;
-        for (int i = 0; i < v->expect.count; i++) {
-            const tsim_replica *rp = &v->expect.replicas[i];
-            if (rp->expert == e && rp->guest == g && rp->slot == k)
-                found = i;
-        }
-        if (found < 0 || src < 0 || src >= R)
-            BAD("expect.alloc entry (%d, %d, %d, %d) names no listed replica", src, e, g, k);
-        tsim_plan_alloc_row(&v->expect, found)[src] = tok;
-    }
-    v->loads_after = calloc((size_t)R, sizeof *v->loads_after);
-    if (!v->loads_after) {
-        tsim_vector_free(v);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    }
-    int i = 0;
-    cJSON_ArrayForEach(it, loads) v->loads_after[i++] = (int64_t)it->valuedouble;
-    const cJSON *x;
-    if ((x = cJSON_GetObjectItemCaseSensitive(expect, "rho_before")) && cJSON_IsNumber(x))
-        v->rho_before = x->valuedouble;
-    if ((x = cJSON_GetObjectItemCaseSensitive(expect, "rho_after")) && cJSON_IsNumber(x))
-        v->rho_after = x->valuedouble;
-    get_int(expect, "intra", &v->intra);
-    get_int(expect, "inter", &v->inter);
-    const cJSON *pl = cJSON_GetObjectItemCaseSensitive(expect, "placement");
-    if (pl) {
-        int32_t *home = tsim_plan_placement(&v->expect, E);
-        if (!home) {
-            tsim_vector_free(v);
-            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-        }
-        if (read_placement(pl, R, E, home))
-            BAD("expect.placement must have %d ranks in 0..%d", E, R - 1);
-    }
-    v->has_rehomed = get_int(expect, "rehomed_intra", &v->rehomed_intra) == 0 &&
-                     get_int(expect, "rehomed_inter", &v->rehomed_inter) == 0;
-    tsim_plan_sort(&v->expect);
-    return TSIM_OK;
+    return read_expect(v, path, expect, R, E, err);
 }
 
 void tsim_vector_free(tsim_vector *v)

@@ -29,7 +29,7 @@ else
 fi
 
 # Every library layer's folder is an include directory, as in meson.
-layer_dirs="$root/src/util $root/src/model $root/src/trace $root/src/planner $(find "$root/baselines" -type d) $root/gpu $root/src/registry $root/src/report $root/src/study $root/src/render"
+layer_dirs="$root/src/util $root/src/model $root/src/trace $root/src/planner $(find "$root/baselines" -type d) $root/gpu $root/src/registry $root/src/study $root/src/render"
 layer_includes=""
 for d in $layer_dirs; do layer_includes="$layer_includes -I$d"; done
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"

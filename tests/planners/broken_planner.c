@@ -1,6 +1,6 @@
 /* A deliberately broken exec planner for the protocol tests (issue 12): each
  * MODE breaks the protocol one way. `broken_planner MODE PIDFILE` writes its
- * pid (and a grandchild's, for hang-with-child and setsid-child, whose
+ * pid (and a grandchild's, for hang-with-child and setsid-child(-quiet), whose
  * grandchild leaves the process group) to PIDFILE first, so a test
  * can check that taotsim left no process behind ("options" appends the
  * handshake line it received there). Plans, where it makes any,
@@ -48,6 +48,13 @@ int main(int argc, char **argv)
         if (child == 0) {
             if (strncmp(mode, "setsid-child", 12) == 0)
                 setsid(); /* out of the planner's process group; it holds the pipes */
+            if (strcmp(mode, "setsid-child-quiet") == 0) {
+                /* ... or not: the pipes close as the planner exits, and only
+                 * the tag finds what it left running */
+                close(STDIN_FILENO);
+                close(STDOUT_FILENO);
+                close(STDERR_FILENO);
+            }
             sleep_forever();
         }
         fprintf(pf, "%ld\n", (long)child);

@@ -3,7 +3,8 @@
  * reason the planner is outside the bounds' model. */
 #include <string.h>
 
-#include "study.h"
+#include "bounds.h"
+#include "study_print.h"
 
 static bool any_bounds(const tsim_study *s)
 {

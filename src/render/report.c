@@ -7,8 +7,6 @@
 
 #include "utf8.h"
 
-#include "tsim_config.h"
-
 int tsim_format_parse(const char *s, tsim_format *out, tsim_error *err)
 {
     if (strcmp(s, "md") == 0 || strcmp(s, "markdown") == 0)
@@ -191,15 +189,6 @@ cJSON *tsim_summary_json(const tsim_summary *s)
     return j;
 }
 
-cJSON *tsim_result_json_new(void)
-{
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "tool", "taotsim");
-    cJSON_AddStringToObject(j, "version", TSIM_VERSION);
-    cJSON_AddStringToObject(j, "command", tsim_report_command_line());
-    return j;
-}
-
 int tsim_json_print(FILE *out, const cJSON *j)
 {
     char *text = cJSON_Print(j);
@@ -228,24 +217,4 @@ void tsim_fmt_num(char *buf, size_t n, double v, int decimals)
         if (strcmp(buf, "-0") == 0 || (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1)))
             memmove(buf, buf + 1, strlen(buf)); /* no "-0.00" */
     }
-}
-
-static char command_line[4096];
-
-void tsim_report_set_command_line(int argc, char **argv)
-{
-    size_t used = 0;
-    command_line[0] = '\0';
-    for (int i = 0; i < argc; i++) {
-        const char *a = i == 0 ? "taotsim" : argv[i];
-        int n = snprintf(command_line + used, sizeof command_line - used, "%s%s", i ? " " : "", a);
-        if (n < 0 || (size_t)n >= sizeof command_line - used)
-            break;
-        used += (size_t)n;
-    }
-}
-
-const char *tsim_report_command_line(void)
-{
-    return command_line;
 }

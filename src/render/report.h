@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "error.h"
+#include "provenance.h"
 #include "stats.h"
 
 struct cJSON;
@@ -33,19 +34,11 @@ void tsim_table_print(const tsim_table *t, FILE *out, tsim_format fmt);
 /* {"mean":..,"std":..,"min":..,"p50":..,"p95":..,"max":..} */
 struct cJSON *tsim_summary_json(const tsim_summary *s);
 
-/* {"tool":"taotsim","version":..,"command":..}: the start of every result file. */
-struct cJSON *tsim_result_json_new(void);
-
 /* Prints a cJSON object formatted (2-space indent is cJSON's tab; we print
  * cJSON_Print output) followed by a newline. Returns 0 or -1 on OOM. */
 int tsim_json_print(FILE *out, const struct cJSON *j);
 
 /* Formats a double for tables: fixed decimals, "-" for NaN. */
 void tsim_fmt_num(char *buf, size_t n, double v, int decimals);
-
-/* The full command line as one string, recorded in result files (set once by
- * the CLI's main; "taotsim" stands for argv[0]). */
-void tsim_report_set_command_line(int argc, char **argv);
-const char *tsim_report_command_line(void);
 
 #endif
