@@ -507,6 +507,9 @@ static int replay_setup(replay_run *x)
         return tsim_cli_fail(cmd, &x->err);
     if (tsim_reader_open(&x->reader, a->path, &a->ropts, &x->err))
         return tsim_cli_fail(cmd, &x->err);
+    /* -j N: JSON Lines records are parsed on N - 1 more threads too */
+    if (a->jobs > 1 && tsim_reader_set_threads(x->reader, a->jobs - 1, &x->err))
+        return tsim_cli_fail(cmd, &x->err);
     x->h = tsim_reader_header(x->reader);
     if (tsim_reader_rebucketed(x->reader))
         fprintf(stderr, "taotsim replay: %s: rebucketed to EP %d (per-expert totals kept, sources split evenly)\n",

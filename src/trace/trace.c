@@ -830,10 +830,18 @@ int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err)
     }
 }
 
+int tsim_reader_set_threads(tsim_reader *r, int threads, tsim_error *err)
+{
+    if (threads < 1 || r->par || r->raw_records > 0 || (r->fmt != TSIM_FMT_JSONL && r->fmt != TSIM_FMT_JSONL_GZ))
+        return TSIM_OK;
+    return tsim_parallel_start(r, threads, err);
+}
+
 void tsim_reader_close(tsim_reader *r)
 {
     if (!r)
         return;
+    tsim_parallel_stop(r);
     if (r->lines_open)
         tsim_gzline_close(&r->lines);
     if (r->ext_close && r->ext)

@@ -85,6 +85,13 @@ bool tsim_reader_rebucketed(const tsim_reader *r);
  * reported by the first call. */
 int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err);
 
+/* Parses JSON Lines records (.jsonl, .jsonl.gz) on `threads` more threads
+ * besides the caller's, before the first tsim_reader_next: the caller's
+ * thread still reads (and inflates) the lines, in order, and the records,
+ * warnings and errors are the same as with one thread. A no-op for the other
+ * formats or threads < 1. */
+int tsim_reader_set_threads(tsim_reader *r, int threads, tsim_error *err);
+
 /* Number of records read so far. */
 int64_t tsim_reader_count(const tsim_reader *r);
 
