@@ -90,42 +90,6 @@ int tsim_shard_owner(tsim_planner_memory memory, int planner, int64_t dense_laye
 
 /* ---- which trace a shard read ------------------------------------------------------ */
 
-#define FNV_OFFSET 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
-
-void tsim_trace_digest_init(tsim_trace_digest *d)
-{
-    d->hash = FNV_OFFSET;
-    d->records = 0;
-}
-
-/* One 64-bit word per step (eight byte-steps cost as much as parsing the
- * number): FNV-1a's xor and multiply, then an xor-shift so that high bits
- * reach the low ones. Each step is a bijection of the state, so a trace that
- * differs in one value always hashes differently. */
-static void digest_int(tsim_trace_digest *d, int64_t v)
-{
-    uint64_t h = (d->hash ^ (uint64_t)v) * FNV_PRIME;
-    d->hash = h ^ (h >> 29);
-}
-
-void tsim_trace_digest_add(tsim_trace_digest *d, const tsim_record *rec)
-{
-    digest_int(d, rec->microbatch);
-    digest_int(d, rec->layer);
-    digest_int(d, rec->ranks);
-    digest_int(d, rec->experts);
-    const size_t cells = (size_t)rec->ranks * (size_t)rec->experts;
-    for (size_t i = 0; i < cells; i++)
-        digest_int(d, rec->counts[i]);
-    /* the tag with its length, so "ab"+"" and "a"+"b" differ */
-    size_t n = strnlen(rec->tag, sizeof rec->tag);
-    digest_int(d, (int64_t)n);
-    for (size_t i = 0; i < n; i++)
-        digest_int(d, (unsigned char)rec->tag[i]);
-    d->records++;
-}
-
 /* ---- the identity command line ------------------------------------------------------- */
 
 typedef struct {

@@ -28,6 +28,7 @@
 #include "session.h"
 #include "study.h"
 #include "trace.h"
+#include "trace_index.h"
 
 struct cJSON;
 
@@ -71,18 +72,7 @@ void tsim_argv_free(char **argv);
 
 /* ---- which trace a shard read ------------------------------------------------------ */
 
-/* A content hash of a trace's records as they were read: 64-bit FNV-1a
- * style over 64-bit words (merge.c), the words being each record's parsed
- * values in order (microbatch, layer, R, E, the counts, the tag's length and
- * bytes). It depends only on the records, not on -j, the machine or the
- * file's encoding. */
-typedef struct {
-    uint64_t hash;
-    int64_t records;
-} tsim_trace_digest;
-
-void tsim_trace_digest_init(tsim_trace_digest *d);
-void tsim_trace_digest_add(tsim_trace_digest *d, const tsim_record *rec);
+/* tsim_trace_digest (a hash of a trace's records): trace_index.h. */
 
 /* ---- writing partial results ---------------------------------------------------- */
 
