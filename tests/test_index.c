@@ -328,3 +328,83 @@ Test(index, parallel_parsing_reads_what_one_thread_reads)
     unlink(path);
     unlink(gz);
 }
+
+/* ---- shards reading their range (replay --shard with an index) ----------------------- */
+
+/* Records lo..hi-1 read through the index are the records a full read gives
+ * there (values, numbers, lines), and the index's records hash is the hash
+ * of a full read: plain (with blank lines, so line numbers drift from record
+ * numbers) and blocked gzip, from every kind of starting point. */
+Test(index, seek_range_reads_what_a_full_read_reads)
+{
+    char path[256], gz[256];
+    temp_path(path, sizeof path, "range.jsonl");
+    temp_path(gz, sizeof gz, "range.jsonl.gz");
+    write_trace(gz);
+    /* a plain copy with a blank line after every 7th record */
+    tsim_reader *r;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_reader_open(&r, gz, NULL, &err), TSIM_OK, "%s", err.msg);
+    tsim_trace_header h;
+    cr_assert_eq(tsim_trace_header_copy(&h, tsim_reader_header(r), &err), TSIM_OK);
+    tsim_reader_close(r);
+    gzFile z = gzopen(gz, "rb");
+    FILE *out = fopen(path, "w");
+    char *line = malloc(1 << 22);
+    for (int n = 0; gzgets(z, line, 1 << 22); n++) {
+        fputs(line, out);
+        if (n > 0 && n % 7 == 0)
+            fputs("  \n", out);
+    }
+    gzclose(z);
+    fclose(out);
+    free(line);
+    tsim_trace_header_free(&h);
+
+    const char *files[2] = {path, gz};
+    for (int f = 0; f < 2; f++) {
+        tsim_trace_index ix;
+        cr_assert_eq(tsim_index_build(files[f], 64, &ix, &err), TSIM_OK, "%s", err.msg);
+        /* the full read: every record's hash, line and first count */
+        int64_t *lines = calloc(2000, sizeof *lines);
+        uint64_t *hashes = calloc(2000, sizeof *hashes);
+        tsim_trace_digest all;
+        tsim_trace_digest_init(&all);
+        cr_assert_eq(tsim_reader_open(&r, files[f], NULL, &err), TSIM_OK);
+        const tsim_record *rec;
+        for (int i = 0; tsim_reader_next(r, &rec, &err) == 1; i++) {
+            tsim_trace_digest one;
+            tsim_trace_digest_init(&one);
+            tsim_trace_digest_add(&one, rec);
+            tsim_trace_digest_add(&all, rec);
+            hashes[i] = one.hash;
+            lines[i] = rec->line;
+        }
+        tsim_reader_close(r);
+        cr_assert_eq(all.hash, ix.digest.hash);
+        cr_assert_eq(all.records, ix.digest.records);
+        const int64_t starts[] = {0, 1, 63, 64, 65, 700, 1999, 2000};
+        for (size_t s = 0; s < sizeof starts / sizeof *starts; s++) {
+            int64_t lo = starts[s], hi = lo + 150 > 2000 ? 2000 : lo + 150;
+            cr_assert_eq(tsim_reader_open(&r, files[f], NULL, &err), TSIM_OK);
+            cr_assert_eq(tsim_index_seek_range(&ix, r, files[f], lo, hi, &err), TSIM_OK, "%s", err.msg);
+            cr_assert_eq(tsim_reader_set_threads(r, (int)(s % 3), &err), TSIM_OK);
+            for (int64_t i = lo; i < hi; i++) {
+                cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s: record %lld: %s", files[f], (long long)i,
+                             err.msg);
+                tsim_trace_digest one;
+                tsim_trace_digest_init(&one);
+                tsim_trace_digest_add(&one, rec);
+                cr_assert_eq(one.hash, hashes[i], "%s: record %lld from %lld", files[f], (long long)i, (long long)lo);
+                cr_assert_eq(rec->line, lines[i], "%s: record %lld", files[f], (long long)i);
+                cr_assert_eq(rec->index, i);
+            }
+            tsim_reader_close(r);
+        }
+        free(lines);
+        free(hashes);
+        tsim_index_free(&ix);
+    }
+    unlink(path);
+    unlink(gz);
+}
