@@ -119,6 +119,11 @@ void tsim_partial_free(tsim_partial *p);
  * version, command line, parameters and trace, each shard once, none
  * missing. Errors (TSIM_E_INPUT) name the files. */
 int tsim_partials_check(const tsim_partial *parts, int n, tsim_error *err);
+/* The same, a part at a time: p against the first part (p == first checks
+ * the first alone), then that shards index[0..n-1] (of count) are each
+ * there once (paths name them in messages). */
+int tsim_partial_check_pair(const tsim_partial *first, const tsim_partial *p, tsim_error *err);
+int tsim_shards_check_cover(char *const *paths, const int *index, int n, int count, tsim_error *err);
 
 /* What the shards' replay ran: the planners' labels in order, and the
  * session's switches. The trace header gets a copy of the shards' (meta and
@@ -137,6 +142,16 @@ int tsim_replay_partial_setup_get(const tsim_partial *part, tsim_replay_partial_
  * planners (in the setup's order) with the merged results: series, notes,
  * record counts, rehoming, ids. */
 int tsim_replay_merge(tsim_session *s, const tsim_partial *parts, int n, tsim_error *err);
+
+/* The same merge fed one part at a time, in shard order (a streaming merge
+ * holds one part at a time): start with the first part (its setup) and the
+ * number of parts, add every part once, then finish. */
+typedef struct tsim_replay_merger tsim_replay_merger;
+int tsim_replay_merger_start(tsim_replay_merger **out, tsim_session *s, const tsim_partial *first, int n_parts,
+                             tsim_error *err);
+int tsim_replay_merger_add(tsim_replay_merger *m, const tsim_partial *part, tsim_error *err);
+int tsim_replay_merger_finish(tsim_replay_merger *m, tsim_error *err);
+void tsim_replay_merger_free(tsim_replay_merger *m);
 
 /* The merged study (finished with tsim_study_finish). */
 int tsim_study_merge(tsim_study *out, const tsim_partial *parts, int n, tsim_error *err);
