@@ -186,3 +186,225 @@ Test(index, round_trips_and_detects_a_stale_trace)
     unlink(path);
     unlink(ipath);
 }
+
+/* ---- parallel parsing (replay -j) --------------------------------------------- */
+
+/* A small PRNG of its own so every run sees the same files. */
+static uint64_t par_rand(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9E3779B97F4A7C15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* A JSON Lines trace (EP4, 8 experts) of n record lines in every shape the
+ * reader meets: plain records (the fast path), spellings only cJSON takes
+ * (escapes, spaces, a fraction-free exponent), unknown keys (warnings),
+ * expert_counts, dataset tags, blank lines; with `bad` > 0 the bad-th record
+ * line is broken in one of several ways, so the error and where it stops
+ * are checked too. */
+static void write_mixed(const char *path, uint64_t seed, int n, int bad)
+{
+    FILE *fp = fopen(path, "w");
+    cr_assert_not_null(fp);
+    fprintf(fp, "{\"format\":\"moe-routing-trace\",\"version\":1,\"experts\":8,\"ep\":4,\"ranks_per_node\":2}\n");
+    uint64_t s = seed;
+    for (int i = 1; i <= n; i++) {
+        int kind = (int)(par_rand(&s) % 10);
+        if (par_rand(&s) % 13 == 0)
+            fprintf(fp, "   \n");
+        if (i == bad) {
+            switch (par_rand(&s) % 4) {
+            case 0: fprintf(fp, "{\"microbatch\":%d,\"layer\":0,\"counts\":[[1,2]]}\n", i); break;
+            case 1: fprintf(fp, "{\"microbatch\":%d,\"layer\":0,\"counts\":[[1,2,\n", i); break;
+            case 2: fprintf(fp, "{\"microbatch\":0,\"layer\":0,\"expert_counts\":[1,2,3,4,5,6,7,8]}\n"); break;
+            default: fprintf(fp, "[1,2,3]\n"); break;
+            }
+            continue;
+        }
+        const char *mb = kind == 1 ? "\"micro\\u0062atch\"" : "\"microbatch\"";
+        fprintf(fp, "{%s%s:%d,\"layer\":%d", mb, kind == 2 ? " " : "", i, i % 3);
+        if (kind == 3)
+            fprintf(fp, ",\"note%d\":1", (int)(par_rand(&s) % 5));
+        if (kind == 4)
+            fprintf(fp, ",\"dataset\":\"%s\"", par_rand(&s) % 2 ? "a" : "b");
+        if (kind == 5) {
+            fprintf(fp, ",\"expert_counts\":[");
+            for (int e = 0; e < 8; e++)
+                fprintf(fp, "%s%llu", e ? "," : "", (unsigned long long)(par_rand(&s) % 1000));
+            fprintf(fp, "]}\n");
+            continue;
+        }
+        fprintf(fp, ",\"counts\":[");
+        for (int r = 0; r < 4; r++) {
+            fprintf(fp, "%s[", r ? "," : "");
+            for (int e = 0; e < 8; e++)
+                fprintf(fp, "%s%llu%s", e ? "," : "", (unsigned long long)(par_rand(&s) % 500),
+                        kind == 6 && e == 3 ? "e0" : "");
+            fprintf(fp, "]");
+        }
+        fprintf(fp, "]}\n");
+    }
+    fclose(fp);
+}
+
+/* Everything a reader hands out, as text: each record's fields and counts,
+ * each warning where it came, and the final status and message. */
+static char *read_all(const char *path, const tsim_read_options *o, int threads)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    out[0] = '\0';
+#define PUT(...)                                                                                                       \
+    do {                                                                                                               \
+        char line_[512];                                                                                               \
+        int k_ = snprintf(line_, sizeof line_, __VA_ARGS__);                                                           \
+        while (n + (size_t)k_ + 1 > cap)                                                                               \
+            out = realloc(out, cap *= 2);                                                                              \
+        memcpy(out + n, line_, (size_t)k_ + 1);                                                                        \
+        n += (size_t)k_;                                                                                               \
+    } while (0)
+    tsim_reader *r;
+    tsim_error err = {0};
+    int rc = tsim_reader_open(&r, path, o, &err);
+    cr_assert_eq(rc, TSIM_OK, "%s", err.msg);
+    cr_assert_eq(tsim_reader_set_threads(r, threads, &err), TSIM_OK, "%s", err.msg);
+    const tsim_record *rec;
+    const char *w;
+    while ((rc = tsim_reader_next(r, &rec, &err)) == 1) {
+        PUT("%lld %lld %ld %s %lld:", (long long)rec->microbatch, (long long)rec->layer, rec->line, rec->tag,
+            (long long)rec->index);
+        for (int i = 0; i < rec->ranks * rec->experts; i++)
+            PUT(" %lld", (long long)rec->counts[i]);
+        PUT("\n");
+        while ((w = tsim_reader_take_warning(r)))
+            PUT("warning: %s\n", w);
+    }
+    PUT("end %d %s\n", rc, rc ? err.msg : "");
+    while ((w = tsim_reader_take_warning(r)))
+        PUT("warning: %s\n", w);
+    /* a second call after the end or an error says the same */
+    rc = tsim_reader_next(r, &rec, &err);
+    PUT("again %d %s\n", rc, rc ? err.msg : "");
+    tsim_reader_close(r);
+#undef PUT
+    return out;
+}
+
+/* The same records, warnings and errors at 1, 2 and 4 threads, over random
+ * mixed traces, plain and gzip, with and without rebucketing and a dataset
+ * filter. */
+Test(index, parallel_parsing_reads_what_one_thread_reads)
+{
+    char path[256], gz[256];
+    temp_path(path, sizeof path, "mixed.jsonl");
+    temp_path(gz, sizeof gz, "mixed.jsonl.gz");
+    for (int trial = 0; trial < 24; trial++) {
+        uint64_t s = 1000 + (uint64_t)trial;
+        int n = 1 + (int)(par_rand(&s) % 400);
+        int bad = trial % 3 == 0 ? 0 : 1 + (int)(par_rand(&s) % (uint64_t)n);
+        write_mixed(path, s, n, bad);
+        tsim_read_options opts[3] = {{0}, {.ep = 2}, {.dataset = "a"}};
+        const tsim_read_options *o = &opts[trial % 3];
+        const char *file = path;
+        if (trial % 4 == 1) {
+            size_t len;
+            char *text = slurp(path, &len);
+            gzFile z = gzopen(gz, "wb");
+            cr_assert_eq(gzwrite(z, text, (unsigned)len), (int)len);
+            gzclose(z);
+            free(text);
+            file = gz;
+        }
+        char *one = read_all(file, o, 0);
+        for (int t = 1; t <= 3; t += 2) {
+            char *many = read_all(file, o, t);
+            cr_assert_str_eq(many, one, "trial %d, %d more threads", trial, t);
+            free(many);
+        }
+        free(one);
+    }
+    unlink(path);
+    unlink(gz);
+}
+
+/* ---- shards reading their range (replay --shard with an index) ----------------------- */
+
+/* Records lo..hi-1 read through the index are the records a full read gives
+ * there (values, numbers, lines), and the index's records hash is the hash
+ * of a full read: plain (with blank lines, so line numbers drift from record
+ * numbers) and blocked gzip, from every kind of starting point. */
+Test(index, seek_range_reads_what_a_full_read_reads)
+{
+    char path[256], gz[256];
+    temp_path(path, sizeof path, "range.jsonl");
+    temp_path(gz, sizeof gz, "range.jsonl.gz");
+    write_trace(gz);
+    /* a plain copy with a blank line after every 7th record */
+    tsim_reader *r;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_reader_open(&r, gz, NULL, &err), TSIM_OK, "%s", err.msg);
+    tsim_trace_header h;
+    cr_assert_eq(tsim_trace_header_copy(&h, tsim_reader_header(r), &err), TSIM_OK);
+    tsim_reader_close(r);
+    gzFile z = gzopen(gz, "rb");
+    FILE *out = fopen(path, "w");
+    char *line = malloc(1 << 22);
+    for (int n = 0; gzgets(z, line, 1 << 22); n++) {
+        fputs(line, out);
+        if (n > 0 && n % 7 == 0)
+            fputs("  \n", out);
+    }
+    gzclose(z);
+    fclose(out);
+    free(line);
+    tsim_trace_header_free(&h);
+
+    const char *files[2] = {path, gz};
+    for (int f = 0; f < 2; f++) {
+        tsim_trace_index ix;
+        cr_assert_eq(tsim_index_build(files[f], 64, &ix, &err), TSIM_OK, "%s", err.msg);
+        /* the full read: every record's hash, line and first count */
+        int64_t *lines = calloc(2000, sizeof *lines);
+        uint64_t *hashes = calloc(2000, sizeof *hashes);
+        tsim_trace_digest all;
+        tsim_trace_digest_init(&all);
+        cr_assert_eq(tsim_reader_open(&r, files[f], NULL, &err), TSIM_OK);
+        const tsim_record *rec;
+        for (int i = 0; tsim_reader_next(r, &rec, &err) == 1; i++) {
+            tsim_trace_digest one;
+            tsim_trace_digest_init(&one);
+            tsim_trace_digest_add(&one, rec);
+            tsim_trace_digest_add(&all, rec);
+            hashes[i] = one.hash;
+            lines[i] = rec->line;
+        }
+        tsim_reader_close(r);
+        cr_assert_eq(all.hash, ix.digest.hash);
+        cr_assert_eq(all.records, ix.digest.records);
+        const int64_t starts[] = {0, 1, 63, 64, 65, 700, 1999, 2000};
+        for (size_t s = 0; s < sizeof starts / sizeof *starts; s++) {
+            int64_t lo = starts[s], hi = lo + 150 > 2000 ? 2000 : lo + 150;
+            cr_assert_eq(tsim_reader_open(&r, files[f], NULL, &err), TSIM_OK);
+            cr_assert_eq(tsim_index_seek_range(&ix, r, files[f], lo, hi, &err), TSIM_OK, "%s", err.msg);
+            cr_assert_eq(tsim_reader_set_threads(r, (int)(s % 3), &err), TSIM_OK);
+            for (int64_t i = lo; i < hi; i++) {
+                cr_assert_eq(tsim_reader_next(r, &rec, &err), 1, "%s: record %lld: %s", files[f], (long long)i,
+                             err.msg);
+                tsim_trace_digest one;
+                tsim_trace_digest_init(&one);
+                tsim_trace_digest_add(&one, rec);
+                cr_assert_eq(one.hash, hashes[i], "%s: record %lld from %lld", files[f], (long long)i, (long long)lo);
+                cr_assert_eq(rec->line, lines[i], "%s: record %lld", files[f], (long long)i);
+                cr_assert_eq(rec->index, i);
+            }
+            tsim_reader_close(r);
+        }
+        free(lines);
+        free(hashes);
+        tsim_index_free(&ix);
+    }
+    unlink(path);
+    unlink(gz);
+}

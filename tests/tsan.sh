@@ -21,4 +21,15 @@ run "table1 -j 4" table1 -j 4 --planners taot,echo,llep,lplb,eplb
 run "sweep -j 4" sweep -j 4 --lambda-plan 1,3,5 --lambda-eval 1,3
 run "ablation -j 4" ablation -j 4 --seeds 1,2 --microbatches 2 --layers 1
 run "scaling -j 4" scaling -j 4 --eps 8,16 --imbalances 0.3,0.7 --slot-list 1,2 --microbatches 2 --layers 1 --no-timing
-echo "tsan: every study ran at -j 4 without a data race"
+# replay -j parses JSON Lines on helper threads (issue 26), and an indexed
+# shard seeks and parses in parallel too
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$bin" gen -o "$tmp/t.jsonl.gz" --ep 8 --experts 32 --topk 4 --tokens 64 --microbatches 200 --layers 4 \
+    --hot-fraction 0.1 2>/dev/null
+zcat "$tmp/t.jsonl.gz" >"$tmp/t.jsonl"
+run "replay .jsonl -j 4" replay "$tmp/t.jsonl" -j 4 --planners none,taot,echo,lplb,eplb
+run "replay .jsonl.gz -j 3" replay "$tmp/t.jsonl.gz" -j 3 --planners taot,llep
+"$bin" index --every 64 "$tmp/t.jsonl" >/dev/null
+run "indexed shard -j 4" replay "$tmp/t.jsonl" -j 4 --planners none,echo --shard 2/5 -o "$tmp/p.json"
+echo "tsan: every study and replay ran at -j 3-4 without a data race"

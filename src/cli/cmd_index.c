@@ -22,6 +22,8 @@ static void usage(FILE *out)
             "per layer, and seek points with a hash of each block's bytes: every N-th\n"
             "record of a .jsonl, every gzip member of a blocked .jsonl.gz (as gen and\n"
             "convert write). The trace's size and hash make a stale index detectable.\n"
+            "'taotsim replay --shard I/N' uses the index beside its trace to read only\n"
+            "its own records.\n"
             "\n"
             "Options:\n"
             "  -o, --output INDEX   the index file (default TRACE" TSIM_INDEX_SUFFIX ")\n"

@@ -283,24 +283,90 @@ static int check_part_planners(const tsim_partial *parts, int n, const tsim_plan
     return TSIM_OK;
 }
 
-static int merge_replay(const tsim_partial *parts, int n, const merge_args *a)
+/* Pass 1 of a streaming merge: every part checked against the first (the
+ * same command, trace and build) and against the command's planners, one part
+ * in memory at a time besides the first; then each shard there once. */
+static int check_parts(const tsim_partial *first, const merge_args *a, const tsim_planner *planners, int n_planners,
+                       int *index, tsim_error *err)
+{
+    index[0] = first->shard.index;
+    if (tsim_partial_check_pair(first, first, err) || check_part_planners(first, 1, planners, n_planners, err))
+        return TSIM_E_INPUT;
+    for (int i = 1; i < a->n_parts; i++) {
+        tsim_partial p;
+        if (tsim_partial_load(&p, a->parts[i], err))
+            return TSIM_E_INPUT;
+        int bad = tsim_partial_check_pair(first, &p, err) || check_part_planners(&p, 1, planners, n_planners, err);
+        index[i] = p.shard.index;
+        tsim_partial_free(&p);
+        if (bad)
+            return TSIM_E_INPUT;
+    }
+    return tsim_shards_check_cover((char *const *)a->parts, index, a->n_parts, first->shard.count, err);
+}
+
+/* Pass 2: the parts added in shard order, each loaded, added and freed. */
+static int add_parts(tsim_session *s, const tsim_partial *first, const merge_args *a, const int *index,
+                     tsim_error *err)
+{
+    tsim_replay_merger *m;
+    int rc = tsim_replay_merger_start(&m, s, first, a->n_parts, err);
+    for (int k = 0; !rc && k < first->shard.count; k++) {
+        int i = 0;
+        while (index[i] != k)
+            i++; /* every shard is there once (check_parts) */
+        if (i == 0) {
+            rc = tsim_replay_merger_add(m, first, err);
+            continue;
+        }
+        tsim_partial p;
+        rc = tsim_partial_load(&p, a->parts[i], err);
+        if (!rc) {
+            rc = tsim_replay_merger_add(m, &p, err);
+            tsim_partial_free(&p);
+        }
+    }
+    if (!rc)
+        rc = tsim_replay_merger_finish(m, err);
+    tsim_replay_merger_free(m);
+    return rc;
+}
+
+/* A replay's shards, merged a part at a time: memory holds the first part,
+ * the one being read and the merged result, however many parts there are. */
+static int merge_replay(const tsim_partial *first, const merge_args *a, int argc, char **argv)
 {
     const char *cmd = "merge";
     tsim_error err = {0};
     tsim_replay_partial_setup setup;
-    if (tsim_replay_partial_setup_get(&parts[0], &setup, &err))
+    if (tsim_replay_partial_setup_get(first, &setup, &err))
         return tsim_cli_fail(cmd, &err);
-    /* the shards' own command line gives every planner its options */
+    /* the shards' own command line gives every planner its options (parsed
+     * from a copy of the pointers: getopt reorders them, and every part is
+     * compared with the first's as it was written) */
     static tsim_replay_merge_config config;
-    if (tsim_replay_config_parse(parts[0].argc, parts[0].argv, &config, &err)) {
+    char **args = calloc((size_t)first->argc + 1, sizeof *args);
+    if (args)
+        memcpy(args, first->argv, sizeof *args * (size_t)first->argc);
+    if (!args || tsim_replay_config_parse(first->argc, args, &config, &err)) {
+        free(args);
+        if (!args)
+            tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
         tsim_trace_header_free(&setup.header);
-        tsim_error_prefix(&err, "%s", parts[0].path);
+        tsim_error_prefix(&err, "%s", first->path);
         return tsim_cli_fail(cmd, &err);
     }
+    free(args);
     tsim_planner planners[TSIM_MERGE_PLANNERS_MAX];
     int n_planners = 0;
-    if (expected_planners(&config, &setup.header, planners, &n_planners, &err) ||
-        check_part_planners(parts, n, planners, n_planners, &err)) {
+    int *index = malloc(sizeof *index * (size_t)a->n_parts);
+    if (!index)
+        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+    if (!index || expected_planners(&config, &setup.header, planners, &n_planners, &err) ||
+        check_parts(first, a, planners, n_planners, index, &err) || set_command_line(first, argc, argv, a)) {
+        if (!err.code)
+            tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        free(index);
         tsim_trace_header_free(&setup.header);
         return tsim_cli_fail(cmd, &err);
     }
@@ -308,6 +374,7 @@ static int merge_replay(const tsim_partial *parts, int n, const merge_args *a)
     const tsim_trace_header *h = &setup.header;
     if (tsim_session_init_results(&r.s, h->ep, h->experts, h->ranks_per_node, config.slots, h->home, planners,
                                   n_planners, config.lambda_eval, &err)) {
+        free(index);
         tsim_trace_header_free(&setup.header);
         return tsim_cli_fail(cmd, &err);
     }
@@ -318,13 +385,14 @@ static int merge_replay(const tsim_partial *parts, int n, const merge_args *a)
     r.s.keep_ids = setup.per_record;
     tsim_session_bound_memory(&r.s, TSIM_SESSION_EXACT_RECORDS);
     int status;
-    if (tsim_replay_merge(&r.s, parts, n, &err)) {
+    if (add_parts(&r.s, first, a, index, &err)) {
         status = tsim_cli_fail(cmd, &err);
     } else {
         r.oo = (tsim_replay_output_options){.format = a->format, .per_record = setup.per_record,
                                             .trace_path = setup.trace_path, .header = h, .records = setup.records};
         status = write_result(cmd, a, print_replay, &r, gates_replay, json_replay);
     }
+    free(index);
     tsim_session_free(&r.s);
     tsim_trace_header_free(&setup.header);
     return status;
@@ -403,16 +471,19 @@ int tsim_cmd_merge(int argc, char **argv)
         tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
         return tsim_cli_fail(cmd, &err);
     }
-    int loaded = 0;
-    for (; loaded < a.n_parts; loaded++)
+    /* A replay streams its parts (merge_replay); a study's parts are small
+     * (one row per grid point) and are all read first. */
+    int loaded = tsim_partial_load(&parts[0], a.parts[0], &err) ? 0 : 1;
+    bool replay = loaded && strcmp(parts[0].study, "replay") == 0;
+    for (; loaded && !replay && loaded < a.n_parts; loaded++)
         if (tsim_partial_load(&parts[loaded], a.parts[loaded], &err))
             break;
-    if (loaded < a.n_parts || tsim_partials_check(parts, a.n_parts, &err))
+    if (replay)
+        status = merge_replay(&parts[0], &a, argc, argv);
+    else if (loaded < a.n_parts || tsim_partials_check(parts, a.n_parts, &err))
         status = tsim_cli_fail(cmd, &err);
     else if (set_command_line(&parts[0], argc, argv, &a))
         status = tsim_cli_fail(cmd, &(tsim_error){.code = TSIM_E_INTERNAL, .msg = "out of memory"});
-    else if (strcmp(parts[0].study, "replay") == 0)
-        status = merge_replay(parts, a.n_parts, &a);
     else
         status = merge_study(parts, a.n_parts, &a);
     for (int i = 0; i < loaded; i++)

@@ -22,6 +22,7 @@
 #include "session.h"
 #include "study.h"
 #include "trace.h"
+#include "trace_index.h"
 #include "vector.h"
 
 #define DEFAULT_PLANNERS "taot,echo,llep,lplb"
@@ -77,7 +78,8 @@ static void replay_help(void)
            "                       (names PLANNER.METRIC.STAT; repeatable)\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result to FILE atomically (default stdout)\n"
-           "  -j, --jobs N         plan on N threads (default 1); the same bytes for any N\n"
+           "  -j, --jobs N         plan on N threads (default 1), and parse .jsonl(.gz) records on\n"
+           "                       N - 1 more; the same bytes for any N\n"
            "                       (JSON: all but \"command\", the command line as typed)\n"
            "  --shard I/N          run shard I (from 0) of N and write its partial result (JSON)\n"
            "                       for 'taotsim merge'; see below\n");
@@ -92,8 +94,11 @@ static void replay_help(void)
            "--shard I/N: shard I plans the I-th of N contiguous record ranges with the\n"
            "planners that remember nothing between records, and whole layers with those\n"
            "that do (LPLB's prev history, EPLB's window: layer d goes to shard\n"
-           "(d + planner) mod N), so every plan is the unsharded one. It reads the trace\n"
-           "twice (a count, then the records). 'taotsim merge' then prints the same bytes\n"
+           "(d + planner) mod N), so every plan is the unsharded one. With an index beside\n"
+           "a .jsonl(.gz) trace ('taotsim index TRACE') it reads only its range (all of\n"
+           "it for whole layers) and checks those blocks against the index (stale: exit\n"
+           "2); without one it reads the whole trace twice (a count, then the records).\n"
+           "'taotsim merge' then prints the same bytes\n"
            "as one run (JSON: all but \"command\") when the run keeps per-record values (up\n"
            "to %d records, or --per-record); beyond, mean and std may differ in the last\n"
            "digits.\n"
@@ -494,6 +499,10 @@ typedef struct {
     layer_order layers;
     int64_t total, trace_bytes;
     tsim_trace_digest digest;
+    tsim_trace_index ix; /* the trace's index, when a shard uses it */
+    bool indexed;
+    bool whole_trace;  /* some planner takes whole layers: a shard reads every record */
+    int64_t first_seq; /* the first record read (an indexed shard starts at its range) */
     bool keep_values; /* a shard keeps its per-record values */
     tsim_reader *reader;
     const tsim_trace_header *h;
@@ -504,6 +513,62 @@ typedef struct {
     tsim_session_jobs *jobs;
     tsim_error err;
 } replay_run;
+
+/* A shard of a JSON Lines trace with an index (TRACE.tsidx) takes its record
+ * count, layers and records' hash from it instead of reading the whole trace
+ * first. Without one it reads as before and says an index would help; with
+ * --dataset or --ep (records other than the index's) the index is not used.
+ * A damaged index is an error (exit 2). */
+static int shard_index(replay_run *x)
+{
+    const replay_args *a = &x->a;
+    tsim_trace_format fmt;
+    tsim_error ignored;
+    if (tsim_trace_format_from_path(a->path, &fmt, &ignored) || (fmt != TSIM_FMT_JSONL && fmt != TSIM_FMT_JSONL_GZ))
+        return TSIM_OK;
+    bool found;
+    int rc = tsim_index_find(a->path, &x->ix, &found, &x->err);
+    if (rc || !found) {
+        if (!rc && a->shard.count > 1) /* one shard reads everything anyway */
+            fprintf(stderr,
+                    "taotsim replay: note: %s has no index, so this shard reads the whole trace (twice); 'taotsim "
+                    "index %s' lets each shard read only its own records\n",
+                    a->path, a->path);
+        return rc;
+    }
+    if (a->ropts.dataset || a->ropts.ep > 0) {
+        fprintf(stderr, "taotsim replay: note: the index of %s is not used with --dataset or --ep: this shard reads "
+                        "the whole trace\n", a->path);
+        tsim_index_free(&x->ix);
+        return TSIM_OK;
+    }
+    x->indexed = true;
+    x->total = x->ix.records;
+    x->digest = x->ix.digest;
+    x->trace_bytes = x->ix.trace_bytes;
+    for (int i = 0; i < x->ix.n_layers; i++)
+        if ((rc = layer_order_add(&x->layers, x->ix.layers[i].layer, &x->err)))
+            return rc;
+    return TSIM_OK;
+}
+
+/* After the session: whether a planner takes whole layers (then a shard
+ * reads every record), and an indexed shard's reader moved to its range,
+ * the blocks it reads checked against the index (all of them when it reads
+ * everything). */
+static int shard_seek(replay_run *x)
+{
+    for (int p = 0; p < x->s.n_planners; p++)
+        x->whole_trace = x->whole_trace || tsim_planner_memory_of(x->s.planners[p].desc) != TSIM_MEMORY_NONE;
+    if (!x->indexed)
+        return TSIM_OK;
+    if (x->whole_trace)
+        return tsim_index_check_blocks(&x->ix, x->a.path, 0, x->ix.n_blocks - 1, &x->err);
+    int64_t lo = 0, hi = 0;
+    tsim_shard_range(x->total, x->a.shard, &lo, &hi);
+    x->first_seq = lo;
+    return tsim_index_seek_range(&x->ix, x->reader, x->a.path, lo, hi, &x->err);
+}
 
 /* Parse: the command line, and what its options rule out together. Returns
  * 0, TSIM_CLI_HELP, or 2 after printing the usage error. */
@@ -581,7 +646,9 @@ static int replay_setup(replay_run *x)
         return tsim_cli_fail(cmd, &x->err);
     /* A shard needs the record count for its range, and the layers' order
      * for the planners that take whole layers. */
-    if (x->sharded && count_records(a->path, &a->ropts, &x->total, &x->layers, &x->digest, &x->trace_bytes, &x->err))
+    if (x->sharded && (shard_index(x) ||
+                       (!x->indexed && count_records(a->path, &a->ropts, &x->total, &x->layers, &x->digest,
+                                                     &x->trace_bytes, &x->err))))
         return tsim_cli_fail(cmd, &x->err);
     if (tsim_reader_open(&x->reader, a->path, &a->ropts, &x->err))
         return tsim_cli_fail(cmd, &x->err);
@@ -625,9 +692,16 @@ static int replay_setup(replay_run *x)
     }
     s->hook = dump_hook;
     s->hook_ctx = &x->hctx;
+    if (shard_seek(x))
+        return tsim_cli_fail(cmd, &x->err);
+    /* -j N: JSON Lines records are parsed on N - 1 more threads too */
+    if (a->jobs > 1 && tsim_reader_set_threads(x->reader, a->jobs - 1, &x->err))
+        return tsim_cli_fail(cmd, &x->err);
     /* -j and shards plan through the threaded path (one thread with -j 1). */
     if ((a->jobs > 1 || x->sharded) && tsim_session_jobs_start(&x->jobs, s, a->jobs, &x->err))
         return tsim_cli_fail(cmd, &x->err);
+    if (x->jobs)
+        tsim_session_jobs_skip(x->jobs, x->first_seq);
     return 0;
 }
 
@@ -639,17 +713,15 @@ static int replay_records(replay_run *x)
     tsim_session *s = &x->s;
     tsim_planner_memory memory[MAX_PLANNERS];
     bool want[MAX_PLANNERS];
-    bool whole_trace = false; /* some planner takes whole layers: every record is read */
-    for (int p = 0; p < s->n_planners; p++) {
+    const bool whole_trace = x->whole_trace;
+    for (int p = 0; p < s->n_planners; p++)
         memory[p] = tsim_planner_memory_of(s->planners[p].desc);
-        whole_trace = whole_trace || memory[p] != TSIM_MEMORY_NONE;
-    }
     const tsim_shard shard = x->a.shard;
     int64_t range_lo = 0, range_hi = 0;
     tsim_shard_range(x->total, shard, &range_lo, &range_hi);
     tsim_progress progress;
     tsim_progress_start(&progress, "replay");
-    for (int64_t seq = 0;; seq++) {
+    for (int64_t seq = x->first_seq;; seq++) {
         if (x->sharded && !whole_trace && seq >= range_hi)
             break; /* the rest is other shards' */
         const tsim_record *rec;
@@ -761,6 +833,7 @@ static void replay_free(replay_run *x)
     tsim_reader_close(x->reader);
     free(x->layers.layer);
     free(x->layers.dense);
+    tsim_index_free(&x->ix);
 }
 
 /* Parse, set up, run and emit. */

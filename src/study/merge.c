@@ -90,42 +90,6 @@ int tsim_shard_owner(tsim_planner_memory memory, int planner, int64_t dense_laye
 
 /* ---- which trace a shard read ------------------------------------------------------ */
 
-#define FNV_OFFSET 0xcbf29ce484222325ull
-#define FNV_PRIME 0x100000001b3ull
-
-void tsim_trace_digest_init(tsim_trace_digest *d)
-{
-    d->hash = FNV_OFFSET;
-    d->records = 0;
-}
-
-/* One 64-bit word per step (eight byte-steps cost as much as parsing the
- * number): FNV-1a's xor and multiply, then an xor-shift so that high bits
- * reach the low ones. Each step is a bijection of the state, so a trace that
- * differs in one value always hashes differently. */
-static void digest_int(tsim_trace_digest *d, int64_t v)
-{
-    uint64_t h = (d->hash ^ (uint64_t)v) * FNV_PRIME;
-    d->hash = h ^ (h >> 29);
-}
-
-void tsim_trace_digest_add(tsim_trace_digest *d, const tsim_record *rec)
-{
-    digest_int(d, rec->microbatch);
-    digest_int(d, rec->layer);
-    digest_int(d, rec->ranks);
-    digest_int(d, rec->experts);
-    const size_t cells = (size_t)rec->ranks * (size_t)rec->experts;
-    for (size_t i = 0; i < cells; i++)
-        digest_int(d, rec->counts[i]);
-    /* the tag with its length, so "ab"+"" and "a"+"b" differ */
-    size_t n = strnlen(rec->tag, sizeof rec->tag);
-    digest_int(d, (int64_t)n);
-    for (size_t i = 0; i < n; i++)
-        digest_int(d, (unsigned char)rec->tag[i]);
-    d->records++;
-}
-
 /* ---- the identity command line ------------------------------------------------------- */
 
 typedef struct {
@@ -603,43 +567,41 @@ static void join_argv(char *buf, size_t n, char *const *argv, int argc)
     }
 }
 
-int tsim_partials_check(const tsim_partial *parts, int n, tsim_error *err)
+int tsim_partial_check_pair(const tsim_partial *first, const tsim_partial *p, tsim_error *err)
 {
-    if (n < 1)
-        return tsim_error_set(err, TSIM_E_INPUT, "no partial results to merge");
-    const tsim_partial *first = &parts[0];
     const bool replay = strcmp(first->study, "replay") == 0;
-    /* alone, the first part is checked against itself (its fields are there) */
-    if (replay && check_same_trace(first, first, err))
-        return TSIM_E_INPUT;
-    for (int i = 1; i < n; i++) {
-        const tsim_partial *p = &parts[i];
-        bool same_argv = p->argc == first->argc;
-        for (int k = 0; same_argv && k < p->argc; k++)
-            same_argv = strcmp(p->argv[k], first->argv[k]) == 0;
-        if (!same_argv) {
-            char a[512], b[512];
-            join_argv(a, sizeof a, first->argv, first->argc);
-            join_argv(b, sizeof b, p->argv, p->argc);
-            return tsim_error_set(err, TSIM_E_INPUT,
-                                  "%s and %s are shards of different commands ('%s' and '%s')", first->path,
-                                  p->path, a, b);
-        }
-        if (p->shard.count != first->shard.count)
-            return tsim_error_set(err, TSIM_E_INPUT, "%s is shard %d/%d but %s is shard %d/%d: not one split",
-                                  first->path, first->shard.index, first->shard.count, p->path, p->shard.index,
-                                  p->shard.count);
-        /* the same command line: a different study is a different command */
-        if (replay && check_same_trace(first, p, err))
-            return TSIM_E_INPUT;
-        const char *diff = first_difference(first->root, p->root);
-        if (diff)
-            return tsim_error_set(err, TSIM_E_INPUT,
-                                  "%s and %s differ in \"%s\": not shards of one run (other inputs or "
-                                  "another taotsim build)",
-                                  first->path, p->path, diff);
+    if (p == first)
+        /* alone, the first part is checked against itself (its fields are there) */
+        return replay && check_same_trace(first, first, err) ? TSIM_E_INPUT : TSIM_OK;
+    bool same_argv = p->argc == first->argc;
+    for (int k = 0; same_argv && k < p->argc; k++)
+        same_argv = strcmp(p->argv[k], first->argv[k]) == 0;
+    if (!same_argv) {
+        char a[512], b[512];
+        join_argv(a, sizeof a, first->argv, first->argc);
+        join_argv(b, sizeof b, p->argv, p->argc);
+        return tsim_error_set(err, TSIM_E_INPUT, "%s and %s are shards of different commands ('%s' and '%s')",
+                              first->path, p->path, a, b);
     }
-    const int N = first->shard.count;
+    if (p->shard.count != first->shard.count)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s is shard %d/%d but %s is shard %d/%d: not one split",
+                              first->path, first->shard.index, first->shard.count, p->path, p->shard.index,
+                              p->shard.count);
+    /* the same command line: a different study is a different command */
+    if (replay && check_same_trace(first, p, err))
+        return TSIM_E_INPUT;
+    const char *diff = first_difference(first->root, p->root);
+    if (diff)
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s and %s differ in \"%s\": not shards of one run (other inputs or "
+                              "another taotsim build)",
+                              first->path, p->path, diff);
+    return TSIM_OK;
+}
+
+int tsim_shards_check_cover(char *const *paths, const int *index, int n, int count, tsim_error *err)
+{
+    const int N = count;
     int *owner = malloc(sizeof *owner * (size_t)N);
     if (!owner)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
@@ -647,10 +609,10 @@ int tsim_partials_check(const tsim_partial *parts, int n, tsim_error *err)
         owner[k] = -1;
     int rc = TSIM_OK;
     for (int i = 0; i < n && rc == TSIM_OK; i++) {
-        int k = parts[i].shard.index;
+        int k = index[i];
         if (owner[k] >= 0)
             rc = tsim_error_set(err, TSIM_E_INPUT, "%s and %s are both shard %d/%d (overlapping shards)",
-                                parts[owner[k]].path, parts[i].path, k, N);
+                                paths[owner[k]], paths[i], k, N);
         owner[k] = i;
     }
     for (int k = 0; k < N && rc == TSIM_OK; k++) {
@@ -660,8 +622,7 @@ int tsim_partials_check(const tsim_partial *parts, int n, tsim_error *err)
         size_t used = 0;
         have[0] = '\0';
         for (int i = 0; i < n && used + 1 < sizeof have; i++) {
-            int w = snprintf(have + used, sizeof have - used, "%s%s (%d/%d)", i ? ", " : "", parts[i].path,
-                             parts[i].shard.index, N);
+            int w = snprintf(have + used, sizeof have - used, "%s%s (%d/%d)", i ? ", " : "", paths[i], index[i], N);
             if (w < 0)
                 break;
             used += (size_t)w;
@@ -673,6 +634,27 @@ int tsim_partials_check(const tsim_partial *parts, int n, tsim_error *err)
                             missing > 1 ? " (and more)" : "", have);
     }
     free(owner);
+    return rc;
+}
+
+int tsim_partials_check(const tsim_partial *parts, int n, tsim_error *err)
+{
+    if (n < 1)
+        return tsim_error_set(err, TSIM_E_INPUT, "no partial results to merge");
+    for (int i = 0; i < n; i++)
+        if (tsim_partial_check_pair(&parts[0], &parts[i], err))
+            return TSIM_E_INPUT;
+    char **paths = malloc(sizeof *paths * (size_t)n);
+    int *index = malloc(sizeof *index * (size_t)n);
+    int rc = paths && index ? TSIM_OK : tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    for (int i = 0; !rc && i < n; i++) {
+        paths[i] = parts[i].path;
+        index[i] = parts[i].shard.index;
+    }
+    if (!rc)
+        rc = tsim_shards_check_cover(paths, index, n, parts[0].shard.count, err);
+    free(paths);
+    free(index);
     return rc;
 }
 
@@ -778,111 +760,190 @@ static int sketch_from_json(const cJSON *j, tsim_sketch *k)
 
 /* Values mode: every planner's values of every part, placed by sequence
  * number, then pushed in record order. */
-static int merge_values(tsim_session *s, const tsim_partial *parts, int n, int64_t total, tsim_error *err)
+/* A replay merge fed one part at a time (in shard order), so only the part
+ * being added is held besides what the merged result needs: per-record
+ * values (when kept) wait in [planner][record][metric] until every part is
+ * in, sketches merge as they come, ids are gathered and sorted at the end. */
+struct tsim_replay_merger {
+    tsim_session *s;
+    int64_t total;
+    bool values, per_record;
+    int added;
+    char **paths;           /* [added] for messages */
+    double *vals;           /* [P][total][M] */
+    int *from;              /* [P][total] the part that gave record q, -1 none */
+    tsim_record_id *ids;
+    int64_t n_ids, cap_ids;
+};
+
+void tsim_replay_merger_free(tsim_replay_merger *m)
 {
-    double *vals = malloc(sizeof *vals * (size_t)(total ? total : 1) * TSIM_M_COUNT);
-    int *from = malloc(sizeof *from * (size_t)(total ? total : 1));
-    if (!vals || !from) {
-        free(vals);
-        free(from);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory merging %lld records", (long long)total);
-    }
-    int rc = TSIM_OK;
-    for (int p = 0; p < s->n_planners && rc == TSIM_OK; p++) {
-        for (int64_t q = 0; q < total; q++)
-            from[q] = -1;
-        for (int i = 0; i < n && rc == TSIM_OK; i++) {
-            const cJSON *r = cJSON_GetArrayItem(item(parts[i].root, "results"), p);
-            const cJSON *runs = item(r, "runs"), *metrics = item(r, "metrics");
-            const cJSON *mv[TSIM_M_COUNT];
-            int64_t count = 0;
-            const cJSON *run;
-            cJSON_ArrayForEach(run, runs)
-            {
-                int64_t first, len;
-                if (cJSON_GetArraySize(run) != 2 || !get_count(cJSON_GetArrayItem(run, 0), &first) ||
-                    !get_count(cJSON_GetArrayItem(run, 1), &len) || first + len > total) {
-                    rc = damaged(&parts[i], "record runs", err);
-                    break;
-                }
-                count += len;
-            }
-            for (int m = 0; m < TSIM_M_COUNT && rc == TSIM_OK; m++) {
-                mv[m] = item(metrics, tsim_metric_names[m]);
-                if (!cJSON_IsArray(mv[m]) || cJSON_GetArraySize(mv[m]) != count)
-                    rc = damaged(&parts[i], tsim_metric_names[m], err);
-            }
-            const cJSON *cur[TSIM_M_COUNT];
-            for (int m = 0; m < TSIM_M_COUNT && rc == TSIM_OK; m++)
-                cur[m] = mv[m]->child;
-            cJSON_ArrayForEach(run, runs)
-            {
-                if (rc)
-                    break;
-                int64_t first = (int64_t)cJSON_GetArrayItem(run, 0)->valuedouble;
-                int64_t len = (int64_t)cJSON_GetArrayItem(run, 1)->valuedouble;
-                for (int64_t q = first; q < first + len && rc == TSIM_OK; q++) {
-                    if (from[q] >= 0) {
-                        rc = tsim_error_set(err, TSIM_E_INPUT, "%s and %s both hold record %lld of planner '%s'",
-                                            parts[from[q]].path, parts[i].path, (long long)q, s->planners[p].label);
-                        break;
-                    }
-                    from[q] = i;
-                    for (int m = 0; m < TSIM_M_COUNT; m++) {
-                        if (!get_num(cur[m], &vals[(size_t)q * TSIM_M_COUNT + (size_t)m])) {
-                            rc = damaged(&parts[i], tsim_metric_names[m], err);
-                            break;
-                        }
-                        cur[m] = cur[m]->next;
-                    }
-                }
-            }
-        }
-        for (int64_t q = 0; q < total && rc == TSIM_OK; q++)
-            if (from[q] < 0)
-                rc = tsim_error_set(err, TSIM_E_INPUT, "no part holds record %lld of planner '%s'", (long long)q,
-                                    s->planners[p].label);
-        tsim_planner_result *res = &s->results[p];
-        for (int64_t q = 0; q < total && rc == TSIM_OK; q++)
-            for (int m = 0; m < TSIM_M_COUNT && rc == TSIM_OK; m++)
-                if (tsim_series_push(&res->metrics[m], vals[(size_t)q * TSIM_M_COUNT + (size_t)m]))
-                    rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    }
-    free(vals);
-    free(from);
-    return rc;
+    if (!m)
+        return;
+    for (int i = 0; i < m->added; i++)
+        free(m->paths[i]);
+    free(m->paths);
+    free(m->vals);
+    free(m->from);
+    free(m->ids);
+    free(m);
 }
 
-/* Sketch mode: each planner's metric sketches combined in shard order. */
-static int merge_sketches(tsim_session *s, const tsim_partial *parts, int n, tsim_error *err)
+int tsim_replay_merger_start(tsim_replay_merger **out, tsim_session *s, const tsim_partial *first, int n_parts,
+                             tsim_error *err)
 {
-    const int N = parts[0].shard.count;
-    for (int p = 0; p < s->n_planners; p++)
-        for (int m = 0; m < TSIM_M_COUNT; m++) {
-            tsim_series *dst = &s->results[p].metrics[m];
-            for (int k = 0; k < N; k++) {
-                const tsim_partial *part = NULL;
-                for (int i = 0; i < n && !part; i++)
-                    if (parts[i].shard.index == k)
-                        part = &parts[i];
-                const cJSON *r = cJSON_GetArrayItem(item(part->root, "results"), p);
-                tsim_sketch sk;
-                if (sketch_from_json(item(item(r, "metrics"), tsim_metric_names[m]), &sk))
-                    return damaged(part, tsim_metric_names[m], err);
-                int bad;
-                if (k == 0) {
-                    bad = tsim_series_from_sketch(dst, &sk);
-                } else {
-                    tsim_series one = {0};
-                    bad = tsim_series_from_sketch(&one, &sk) || tsim_series_merge(dst, &one);
-                    tsim_series_free(&one);
-                }
-                tsim_sketch_free(&sk);
-                if (bad)
-                    return damaged(part, tsim_metric_names[m], err);
+    *out = NULL;
+    tsim_replay_partial_setup setup;
+    int rc = tsim_replay_partial_setup_get(first, &setup, err);
+    if (rc)
+        return rc;
+    tsim_trace_header_free(&setup.header);
+    if (setup.n_planners != s->n_planners)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "merge: %d planners in the session, %d in the parts",
+                              s->n_planners, setup.n_planners);
+    tsim_replay_merger *m = calloc(1, sizeof *m);
+    if (!m)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    m->s = s;
+    m->total = setup.records;
+    m->values = setup.values;
+    m->per_record = setup.per_record;
+    m->paths = calloc((size_t)n_parts, sizeof *m->paths);
+    const size_t P = (size_t)s->n_planners, T = (size_t)(m->total ? m->total : 1);
+    if (m->paths && m->values) {
+        m->vals = malloc(sizeof *m->vals * P * T * TSIM_M_COUNT);
+        m->from = malloc(sizeof *m->from * P * T);
+        for (size_t q = 0; m->from && q < P * T; q++)
+            m->from[q] = -1;
+    }
+    if (!m->paths || (m->values && (!m->vals || !m->from))) {
+        tsim_replay_merger_free(m);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory merging %lld records", (long long)m->total);
+    }
+    *out = m;
+    return TSIM_OK;
+}
+
+/* One part's per-record values of planner p into the merger's table. */
+static int add_values(tsim_replay_merger *m, int p, const tsim_partial *part, const cJSON *r, tsim_error *err)
+{
+    const cJSON *runs = item(r, "runs"), *metrics = item(r, "metrics");
+    const cJSON *mv[TSIM_M_COUNT], *cur[TSIM_M_COUNT];
+    int64_t count = 0;
+    const cJSON *run;
+    cJSON_ArrayForEach(run, runs)
+    {
+        int64_t first, len;
+        if (cJSON_GetArraySize(run) != 2 || !get_count(cJSON_GetArrayItem(run, 0), &first) ||
+            !get_count(cJSON_GetArrayItem(run, 1), &len) || first + len > m->total)
+            return damaged(part, "record runs", err);
+        count += len;
+    }
+    for (int k = 0; k < TSIM_M_COUNT; k++) {
+        mv[k] = item(metrics, tsim_metric_names[k]);
+        if (!cJSON_IsArray(mv[k]) || cJSON_GetArraySize(mv[k]) != count)
+            return damaged(part, tsim_metric_names[k], err);
+        cur[k] = mv[k]->child;
+    }
+    int *from = m->from + (size_t)p * (size_t)m->total;
+    double *vals = m->vals + (size_t)p * (size_t)m->total * TSIM_M_COUNT;
+    cJSON_ArrayForEach(run, runs)
+    {
+        int64_t first = (int64_t)cJSON_GetArrayItem(run, 0)->valuedouble;
+        int64_t len = (int64_t)cJSON_GetArrayItem(run, 1)->valuedouble;
+        for (int64_t q = first; q < first + len; q++) {
+            if (from[q] >= 0)
+                return tsim_error_set(err, TSIM_E_INPUT, "%s and %s both hold record %lld of planner '%s'",
+                                      m->paths[from[q]], part->path, (long long)q, m->s->planners[p].label);
+            from[q] = m->added;
+            for (int k = 0; k < TSIM_M_COUNT; k++) {
+                if (!get_num(cur[k], &vals[(size_t)q * TSIM_M_COUNT + (size_t)k]))
+                    return damaged(part, tsim_metric_names[k], err);
+                cur[k] = cur[k]->next;
             }
         }
+    }
     return TSIM_OK;
+}
+
+/* One part's sketches of planner p merged into the session's series (the
+ * parts come in shard order, so the sums run in the unsharded order). */
+static int add_sketches(tsim_replay_merger *m, int p, const tsim_partial *part, const cJSON *r, tsim_error *err)
+{
+    for (int k = 0; k < TSIM_M_COUNT; k++) {
+        tsim_series *dst = &m->s->results[p].metrics[k];
+        tsim_sketch sk;
+        if (sketch_from_json(item(item(r, "metrics"), tsim_metric_names[k]), &sk))
+            return damaged(part, tsim_metric_names[k], err);
+        int bad;
+        if (m->added == 0) {
+            bad = tsim_series_from_sketch(dst, &sk);
+        } else {
+            tsim_series one = {0};
+            bad = tsim_series_from_sketch(&one, &sk) || tsim_series_merge(dst, &one);
+            tsim_series_free(&one);
+        }
+        tsim_sketch_free(&sk);
+        if (bad)
+            return damaged(part, tsim_metric_names[k], err);
+    }
+    return TSIM_OK;
+}
+
+static int add_ids(tsim_replay_merger *m, const tsim_partial *part, tsim_error *err)
+{
+    const cJSON *x;
+    cJSON_ArrayForEach(x, item(part->root, "ids"))
+    {
+        int64_t v[3];
+        for (int c = 0; c < 3; c++)
+            if (cJSON_GetArraySize(x) != 3 || !get_count(cJSON_GetArrayItem(x, c), &v[c]))
+                return damaged(part, "ids", err);
+        if (m->n_ids == m->cap_ids) {
+            int64_t cap = m->cap_ids ? 2 * m->cap_ids : 1024;
+            tsim_record_id *grown = realloc(m->ids, sizeof *grown * (size_t)cap);
+            if (!grown)
+                return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+            m->ids = grown;
+            m->cap_ids = cap;
+        }
+        m->ids[m->n_ids++] = (tsim_record_id){v[0], v[1], v[2]};
+    }
+    return TSIM_OK;
+}
+
+int tsim_replay_merger_add(tsim_replay_merger *m, const tsim_partial *part, tsim_error *err)
+{
+    tsim_session *s = m->s;
+    for (int p = 0; p < s->n_planners; p++) {
+        tsim_planner_result *res = &s->results[p];
+        const cJSON *r = cJSON_GetArrayItem(item(part->root, "results"), p);
+        const cJSON *notes = item(r, "notes");
+        int64_t records;
+        if (!cJSON_IsObject(r) || !get_count(item(r, "records"), &records) ||
+            cJSON_GetArraySize(notes) != TSIM_NOTE_KINDS)
+            return damaged(part, "results", err);
+        res->records += records;
+        for (int b = 0; b < TSIM_NOTE_KINDS; b++) {
+            int64_t c;
+            if (!get_count(cJSON_GetArrayItem(notes, b), &c))
+                return damaged(part, "notes", err);
+            res->note_records[b] += c;
+        }
+    }
+    if (cJSON_IsTrue(item(part->root, "rehoming")))
+        s->rehoming = true;
+    if (!(m->paths[m->added] = strdup(part->path)))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    int rc = TSIM_OK;
+    for (int p = 0; p < s->n_planners && rc == TSIM_OK; p++) {
+        const cJSON *r = cJSON_GetArrayItem(item(part->root, "results"), p);
+        rc = m->values ? add_values(m, p, part, r, err) : add_sketches(m, p, part, r, err);
+    }
+    if (rc == TSIM_OK && m->per_record)
+        rc = add_ids(m, part, err);
+    m->added++;
+    return rc;
 }
 
 static int cmp_id(const void *a, const void *b)
@@ -891,82 +952,56 @@ static int cmp_id(const void *a, const void *b)
     return (x->index > y->index) - (x->index < y->index);
 }
 
-/* Per-record output: the ids of every part, in record order, once each. */
-static int merge_ids(tsim_session *s, const tsim_partial *parts, int n, int64_t total, tsim_error *err)
+int tsim_replay_merger_finish(tsim_replay_merger *m, tsim_error *err)
 {
-    int64_t all = 0;
-    for (int i = 0; i < n; i++)
-        all += cJSON_GetArraySize(item(parts[i].root, "ids"));
-    tsim_record_id *ids = malloc(sizeof *ids * (size_t)(all ? all : 1));
-    if (!ids)
-        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    int64_t k = 0;
-    for (int i = 0; i < n; i++) {
-        const cJSON *x;
-        cJSON_ArrayForEach(x, item(parts[i].root, "ids"))
-        {
-            int64_t v[3];
-            for (int c = 0; c < 3; c++)
-                if (cJSON_GetArraySize(x) != 3 || !get_count(cJSON_GetArrayItem(x, c), &v[c])) {
-                    free(ids);
-                    return damaged(&parts[i], "ids", err);
-                }
-            ids[k++] = (tsim_record_id){v[0], v[1], v[2]};
-        }
+    tsim_session *s = m->s;
+    for (int p = 0; p < s->n_planners; p++)
+        if (s->results[p].records != m->total)
+            return tsim_error_set(err, TSIM_E_INPUT, "the parts hold %lld records of planner '%s', the trace %lld",
+                                  (long long)s->results[p].records, s->planners[p].label, (long long)m->total);
+    for (int p = 0; m->values && p < s->n_planners; p++) {
+        const int *from = m->from + (size_t)p * (size_t)m->total;
+        const double *vals = m->vals + (size_t)p * (size_t)m->total * TSIM_M_COUNT;
+        for (int64_t q = 0; q < m->total; q++)
+            if (from[q] < 0)
+                return tsim_error_set(err, TSIM_E_INPUT, "no part holds record %lld of planner '%s'", (long long)q,
+                                      s->planners[p].label);
+        tsim_planner_result *res = &s->results[p];
+        for (int64_t q = 0; q < m->total; q++)
+            for (int k = 0; k < TSIM_M_COUNT; k++)
+                if (tsim_series_push(&res->metrics[k], vals[(size_t)q * TSIM_M_COUNT + (size_t)k]))
+                    return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }
-    qsort(ids, (size_t)k, sizeof *ids, cmp_id);
+    if (!m->per_record)
+        return TSIM_OK;
+    qsort(m->ids, (size_t)m->n_ids, sizeof *m->ids, cmp_id);
     int64_t unique = 0;
-    for (int64_t q = 0; q < k; q++)
-        if (unique == 0 || ids[unique - 1].index != ids[q].index)
-            ids[unique++] = ids[q];
-    if (unique != total) {
-        free(ids);
+    for (int64_t q = 0; q < m->n_ids; q++)
+        if (unique == 0 || m->ids[unique - 1].index != m->ids[q].index)
+            m->ids[unique++] = m->ids[q];
+    if (unique != m->total)
         return tsim_error_set(err, TSIM_E_INPUT, "the parts name %lld records of %lld", (long long)unique,
-                              (long long)total);
-    }
+                              (long long)m->total);
     free(s->ids);
-    s->ids = ids;
+    s->ids = m->ids;
     s->n_ids = s->cap_ids = unique;
+    m->ids = NULL;
+    m->n_ids = m->cap_ids = 0;
     return TSIM_OK;
 }
 
 int tsim_replay_merge(tsim_session *s, const tsim_partial *parts, int n, tsim_error *err)
 {
-    tsim_replay_partial_setup setup;
-    int rc = tsim_replay_partial_setup_get(&parts[0], &setup, err);
-    if (rc)
-        return rc;
-    tsim_trace_header_free(&setup.header);
-    if (setup.n_planners != s->n_planners)
-        return tsim_error_set(err, TSIM_E_INTERNAL, "merge: %d planners in the session, %d in the parts",
-                              s->n_planners, setup.n_planners);
-    for (int p = 0; p < s->n_planners; p++) {
-        tsim_planner_result *res = &s->results[p];
-        for (int i = 0; i < n; i++) {
-            const cJSON *r = cJSON_GetArrayItem(item(parts[i].root, "results"), p);
-            const cJSON *notes = item(r, "notes");
-            int64_t records;
-            if (!cJSON_IsObject(r) || !get_count(item(r, "records"), &records) ||
-                cJSON_GetArraySize(notes) != TSIM_NOTE_KINDS)
-                return damaged(&parts[i], "results", err);
-            res->records += records;
-            for (int b = 0; b < TSIM_NOTE_KINDS; b++) {
-                int64_t c;
-                if (!get_count(cJSON_GetArrayItem(notes, b), &c))
-                    return damaged(&parts[i], "notes", err);
-                res->note_records[b] += c;
-            }
-        }
-        if (res->records != setup.records)
-            return tsim_error_set(err, TSIM_E_INPUT, "the parts hold %lld records of planner '%s', the trace %lld",
-                                  (long long)res->records, s->planners[p].label, (long long)setup.records);
-    }
-    for (int i = 0; i < n; i++)
-        if (cJSON_IsTrue(item(parts[i].root, "rehoming")))
-            s->rehoming = true;
-    rc = setup.values ? merge_values(s, parts, n, setup.records, err) : merge_sketches(s, parts, n, err);
-    if (rc == TSIM_OK && setup.per_record)
-        rc = merge_ids(s, parts, n, setup.records, err);
+    tsim_replay_merger *m;
+    int rc = tsim_replay_merger_start(&m, s, &parts[0], n, err);
+    /* in shard order, as a streaming merge adds them */
+    for (int k = 0; !rc && k < parts[0].shard.count; k++)
+        for (int i = 0; !rc && i < n; i++)
+            if (parts[i].shard.index == k)
+                rc = tsim_replay_merger_add(m, &parts[i], err);
+    if (!rc)
+        rc = tsim_replay_merger_finish(m, err);
+    tsim_replay_merger_free(m);
     return rc;
 }
 

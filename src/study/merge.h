@@ -28,6 +28,7 @@
 #include "session.h"
 #include "study.h"
 #include "trace.h"
+#include "trace_index.h"
 
 struct cJSON;
 
@@ -71,18 +72,7 @@ void tsim_argv_free(char **argv);
 
 /* ---- which trace a shard read ------------------------------------------------------ */
 
-/* A content hash of a trace's records as they were read: 64-bit FNV-1a
- * style over 64-bit words (merge.c), the words being each record's parsed
- * values in order (microbatch, layer, R, E, the counts, the tag's length and
- * bytes). It depends only on the records, not on -j, the machine or the
- * file's encoding. */
-typedef struct {
-    uint64_t hash;
-    int64_t records;
-} tsim_trace_digest;
-
-void tsim_trace_digest_init(tsim_trace_digest *d);
-void tsim_trace_digest_add(tsim_trace_digest *d, const tsim_record *rec);
+/* tsim_trace_digest (a hash of a trace's records): trace_index.h. */
 
 /* ---- writing partial results ---------------------------------------------------- */
 
@@ -129,6 +119,11 @@ void tsim_partial_free(tsim_partial *p);
  * version, command line, parameters and trace, each shard once, none
  * missing. Errors (TSIM_E_INPUT) name the files. */
 int tsim_partials_check(const tsim_partial *parts, int n, tsim_error *err);
+/* The same, a part at a time: p against the first part (p == first checks
+ * the first alone), then that shards index[0..n-1] (of count) are each
+ * there once (paths name them in messages). */
+int tsim_partial_check_pair(const tsim_partial *first, const tsim_partial *p, tsim_error *err);
+int tsim_shards_check_cover(char *const *paths, const int *index, int n, int count, tsim_error *err);
 
 /* What the shards' replay ran: the planners' labels in order, and the
  * session's switches. The trace header gets a copy of the shards' (meta and
@@ -147,6 +142,16 @@ int tsim_replay_partial_setup_get(const tsim_partial *part, tsim_replay_partial_
  * planners (in the setup's order) with the merged results: series, notes,
  * record counts, rehoming, ids. */
 int tsim_replay_merge(tsim_session *s, const tsim_partial *parts, int n, tsim_error *err);
+
+/* The same merge fed one part at a time, in shard order (a streaming merge
+ * holds one part at a time): start with the first part (its setup) and the
+ * number of parts, add every part once, then finish. */
+typedef struct tsim_replay_merger tsim_replay_merger;
+int tsim_replay_merger_start(tsim_replay_merger **out, tsim_session *s, const tsim_partial *first, int n_parts,
+                             tsim_error *err);
+int tsim_replay_merger_add(tsim_replay_merger *m, const tsim_partial *part, tsim_error *err);
+int tsim_replay_merger_finish(tsim_replay_merger *m, tsim_error *err);
+void tsim_replay_merger_free(tsim_replay_merger *m);
 
 /* The merged study (finished with tsim_study_finish). */
 int tsim_study_merge(tsim_study *out, const tsim_partial *parts, int n, tsim_error *err);

@@ -200,6 +200,10 @@ int tsim_session_jobs_start(tsim_session_jobs **out, tsim_session *s, int worker
  * number them (keep_indices). May plan and commit earlier records. */
 int tsim_session_jobs_record(tsim_session_jobs *j, const tsim_record *rec, const bool *want, tsim_error *err);
 /* Plans and commits everything queued. */
+/* Counts n records as handed in without handing them in: a shard that
+ * starts reading at its range (an indexed trace) numbers its records as the
+ * whole trace does. Before the first tsim_session_jobs_record. */
+void tsim_session_jobs_skip(tsim_session_jobs *j, int64_t n);
 int tsim_session_jobs_finish(tsim_session_jobs *j, tsim_error *err);
 /* Stops the threads (after finishing what they run) and frees. */
 void tsim_session_jobs_free(tsim_session_jobs *j);

@@ -718,6 +718,11 @@ int tsim_session_jobs_record(tsim_session_jobs *j, const tsim_record *rec, const
     return rc;
 }
 
+void tsim_session_jobs_skip(tsim_session_jobs *j, int64_t n)
+{
+    j->given += n;
+}
+
 int tsim_session_jobs_finish(tsim_session_jobs *j, tsim_error *err)
 {
     pthread_mutex_lock(&j->lock);

@@ -240,6 +240,26 @@ int tsim_gzline_next(tsim_gzline *s, char **line, size_t *len, tsim_error *err)
                           s->max_line);
 }
 
+int tsim_gzline_seek(tsim_gzline *s, int64_t offset, long line, tsim_error *err)
+{
+    if (lseek(s->fd, (off_t)offset, SEEK_SET) != (off_t)offset)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot seek to byte %lld: %s", s->path, (long long)offset,
+                              strerror(errno));
+    s->start = s->end = s->scan = 0;
+    s->eof = false;
+    s->line = line - 1;
+    s->bytes = s->gz ? 0 : offset;
+    if (s->gz) {
+        z_stream *zs = s->gz;
+        inflateReset(zs);
+        zs->next_in = s->in;
+        zs->avail_in = 0;
+        s->in_eof = false;
+        s->in_read = offset;
+    }
+    return TSIM_OK;
+}
+
 int64_t tsim_gzline_offset(const tsim_gzline *s)
 {
     if (s->gz)

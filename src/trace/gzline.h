@@ -44,6 +44,11 @@ int tsim_gzline_open(tsim_gzline *s, const char *path, bool gz, size_t max_line,
  * gzip) with err naming "path:line" (and the column of a NUL). */
 int tsim_gzline_next(tsim_gzline *s, char **line, size_t *len, tsim_error *err);
 
+/* Continues at a byte offset of the file where a line starts (for gzip, where
+ * a member starts), numbering that line `line`: what was buffered is
+ * dropped. */
+int tsim_gzline_seek(tsim_gzline *s, int64_t offset, long line, tsim_error *err);
+
 /* Bytes of the file consumed so far (compressed bytes for gzip). */
 int64_t tsim_gzline_offset(const tsim_gzline *s);
 

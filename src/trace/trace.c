@@ -840,10 +840,43 @@ int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err)
     }
 }
 
+int tsim_reader_seek(tsim_reader *r, int64_t offset, int64_t first_record, int64_t first_line, int64_t skip,
+                     tsim_error *err)
+{
+    if ((r->fmt != TSIM_FMT_JSONL && r->fmt != TSIM_FMT_JSONL_GZ) || r->par || r->raw_records > 0 || r->dataset ||
+        r->rebucket)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: cannot seek in this reader", r->path);
+    int rc = offset < 0 ? TSIM_OK : tsim_gzline_seek(&r->lines, offset, (long)first_line, err);
+    /* the skipped lines were checked when the index was made (and their
+     * block's hash was checked by the caller) */
+    for (int64_t i = 0; !rc && i < skip; i++) {
+        char *line;
+        size_t len;
+        int got = tsim_next_content_line(r, &line, &len, err);
+        if (got == 0)
+            rc = tsim_error_set(err, TSIM_E_INPUT, "%s: the trace ends before record %lld: is its index stale?",
+                                r->path, (long long)(first_record + skip + 1));
+        else if (got != 1)
+            rc = got;
+    }
+    if (rc)
+        return stick(r, rc, err);
+    r->raw_records = r->produced = first_record + skip;
+    return TSIM_OK;
+}
+
+int tsim_reader_set_threads(tsim_reader *r, int threads, tsim_error *err)
+{
+    if (threads < 1 || r->par || (r->fmt != TSIM_FMT_JSONL && r->fmt != TSIM_FMT_JSONL_GZ))
+        return TSIM_OK;
+    return tsim_parallel_start(r, threads, err);
+}
+
 void tsim_reader_close(tsim_reader *r)
 {
     if (!r)
         return;
+    tsim_parallel_stop(r);
     if (r->lines_open)
         tsim_gzline_close(&r->lines);
     if (r->ext_close && r->ext)

@@ -90,6 +90,23 @@ bool tsim_reader_rebucketed(const tsim_reader *r);
  * reported by the first call. */
 int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err);
 
+/* Continues a JSON Lines reader (.jsonl, .jsonl.gz, read without --ep or
+ * --dataset) at a seek point of its index, before the first
+ * tsim_reader_next: the byte offset where the block starts (a gzip member of
+ * a .jsonl.gz; -1: where the reader stands, after the header), the record number (from 0) and line number (from 1) there,
+ * then `skip` more records passed over without parsing. Records keep their
+ * numbers in the whole trace (tsim_record.index, messages). The caller
+ * checks the index against the file first (tsim_index_check_blocks). */
+int tsim_reader_seek(tsim_reader *r, int64_t offset, int64_t first_record, int64_t first_line, int64_t skip,
+                     tsim_error *err);
+
+/* Parses JSON Lines records (.jsonl, .jsonl.gz) on `threads` more threads
+ * besides the caller's, before the first tsim_reader_next: the caller's
+ * thread still reads (and inflates) the lines, in order, and the records,
+ * warnings and errors are the same as with one thread. A no-op for the other
+ * formats or threads < 1. After tsim_reader_seek if both are used. */
+int tsim_reader_set_threads(tsim_reader *r, int threads, tsim_error *err);
+
 /* Number of records read so far. */
 int64_t tsim_reader_count(const tsim_reader *r);
 

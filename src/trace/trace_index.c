@@ -25,6 +25,42 @@ uint64_t tsim_fnv1a(uint64_t h, const void *data, size_t n)
     return h;
 }
 
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+void tsim_trace_digest_init(tsim_trace_digest *d)
+{
+    d->hash = FNV_OFFSET;
+    d->records = 0;
+}
+
+/* One 64-bit word per step (eight byte-steps cost as much as parsing the
+ * number): FNV-1a's xor and multiply, then an xor-shift so that high bits
+ * reach the low ones. Each step is a bijection of the state, so a trace that
+ * differs in one value always hashes differently. */
+static void digest_int(tsim_trace_digest *d, int64_t v)
+{
+    uint64_t h = (d->hash ^ (uint64_t)v) * FNV_PRIME;
+    d->hash = h ^ (h >> 29);
+}
+
+void tsim_trace_digest_add(tsim_trace_digest *d, const tsim_record *rec)
+{
+    digest_int(d, rec->microbatch);
+    digest_int(d, rec->layer);
+    digest_int(d, rec->ranks);
+    digest_int(d, rec->experts);
+    const size_t cells = (size_t)rec->ranks * (size_t)rec->experts;
+    for (size_t i = 0; i < cells; i++)
+        digest_int(d, rec->counts[i]);
+    /* the tag with its length, so "ab"+"" and "a"+"b" differ */
+    size_t n = strnlen(rec->tag, sizeof rec->tag);
+    digest_int(d, (int64_t)n);
+    for (size_t i = 0; i < n; i++)
+        digest_int(d, (unsigned char)rec->tag[i]);
+    d->records++;
+}
+
 void tsim_index_free(tsim_trace_index *ix)
 {
     free(ix->layers);
@@ -32,7 +68,8 @@ void tsim_index_free(tsim_trace_index *ix)
     memset(ix, 0, sizeof *ix);
 }
 
-static int add_block(tsim_trace_index *ix, int64_t offset, int64_t first_record, tsim_error *err)
+static int add_block(tsim_trace_index *ix, int64_t offset, int64_t first_record, int64_t first_line,
+                     tsim_error *err)
 {
     if ((ix->n_blocks & (ix->n_blocks - 1)) == 0) { /* grow at powers of two */
         size_t cap = ix->n_blocks ? (size_t)ix->n_blocks * 2 : 1;
@@ -45,6 +82,7 @@ static int add_block(tsim_trace_index *ix, int64_t offset, int64_t first_record,
     memset(b, 0, sizeof *b);
     b->offset = offset;
     b->first_record = first_record;
+    b->first_line = first_line;
     return TSIM_OK;
 }
 
@@ -73,9 +111,12 @@ static int read_records(const char *trace, tsim_trace_index *ix, tsim_error *err
     if (rc)
         return rc;
     const tsim_record *rec;
-    while ((rc = tsim_reader_next(r, &rec, err)) == 1)
+    tsim_trace_digest_init(&ix->digest);
+    while ((rc = tsim_reader_next(r, &rec, err)) == 1) {
         if ((rc = count_layer(ix, rec->layer, err)))
             break;
+        tsim_trace_digest_add(&ix->digest, rec);
+    }
     ix->records = tsim_reader_count(r);
     tsim_reader_close(r);
     return rc < 0 || rc > 1 ? rc : TSIM_OK;
@@ -110,7 +151,7 @@ static int feed_text(text_state *t, const unsigned char *p, size_t n, int64_t ba
             t->in_blank = false;
             if (t->line > 1) {
                 if (every > 0 && t->records > 0 && t->records % every == 0) {
-                    int rc = add_block(ix, base + (int64_t)i, t->records, err);
+                    int rc = add_block(ix, base + (int64_t)i, t->records, t->line, err);
                     if (rc)
                         return rc;
                 }
@@ -128,7 +169,7 @@ static int scan_plain(const char *trace, FILE *fp, int64_t every, tsim_trace_ind
     if (!buf)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     int64_t base = 0;
-    int rc = add_block(ix, 0, 0, err);
+    int rc = add_block(ix, 0, 0, 1, err);
     size_t n;
     while (!rc && (n = fread(buf, 1, CHUNK, fp)) > 0) {
         rc = feed_text(t, buf, n, base, ix, every, err);
@@ -151,7 +192,7 @@ static int scan_gzip(const char *trace, FILE *fp, tsim_trace_index *ix, text_sta
         free(out);
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }
-    int rc = add_block(ix, 0, 0, err);
+    int rc = add_block(ix, 0, 0, 1, err);
     int64_t consumed = 0; /* compressed bytes handed to inflate before this chunk */
     size_t n = 0;
     bool member_done = false;
@@ -164,7 +205,7 @@ static int scan_gzip(const char *trace, FILE *fp, tsim_trace_index *ix, text_sta
                  * far ends a line. */
                 int64_t at = consumed + (int64_t)(z.next_in - in);
                 if (t->at_line_start && t->records > ix->blocks[ix->n_blocks - 1].first_record)
-                    rc = add_block(ix, at, t->records, err);
+                    rc = add_block(ix, at, t->records, t->line + 1, err);
                 inflateReset(&z);
                 member_done = false;
             }
@@ -277,6 +318,8 @@ static cJSON *index_json(const tsim_trace_index *ix)
          cJSON_AddNumberToObject(root, "version", TSIM_INDEX_VERSION) &&
          cJSON_AddStringToObject(root, "blocks_are", ix->gzip ? "gzip-members" : "lines") &&
          cJSON_AddNumberToObject(root, "records", (double)ix->records);
+    hex64(ix->digest.hash, hex);
+    ok = ok && cJSON_AddStringToObject(root, "records_fnv64w", hex);
     cJSON *layers = ok ? cJSON_AddArrayToObject(root, "layers") : NULL;
     for (int i = 0; layers && i < ix->n_layers; i++) {
         double v[2] = {(double)ix->layers[i].layer, (double)ix->layers[i].records};
@@ -293,7 +336,8 @@ static cJSON *index_json(const tsim_trace_index *ix)
              cJSON_AddItemToArray(row, cJSON_CreateNumber((double)b->bytes)) &&
              cJSON_AddItemToArray(row, cJSON_CreateNumber((double)b->first_record)) &&
              cJSON_AddItemToArray(row, cJSON_CreateNumber((double)b->records)) &&
-             cJSON_AddItemToArray(row, cJSON_CreateString(hex));
+             cJSON_AddItemToArray(row, cJSON_CreateString(hex)) &&
+             cJSON_AddItemToArray(row, cJSON_CreateNumber((double)b->first_line));
     }
     if (!ok || !blocks) {
         cJSON_Delete(root);
@@ -358,9 +402,11 @@ static int parse_index(const cJSON *root, tsim_trace_index *ix)
         !get_count(cJSON_GetObjectItemCaseSensitive(root, "version"), &version) || version != TSIM_INDEX_VERSION ||
         !cJSON_IsObject(trace) || !get_count(cJSON_GetObjectItemCaseSensitive(trace, "bytes"), &ix->trace_bytes) ||
         !get_hex(cJSON_GetObjectItemCaseSensitive(trace, "fnv1a64"), &ix->trace_hash) ||
-        !get_count(cJSON_GetObjectItemCaseSensitive(root, "records"), &ix->records) || !cJSON_IsString(kind) ||
+        !get_count(cJSON_GetObjectItemCaseSensitive(root, "records"), &ix->records) ||
+        !get_hex(cJSON_GetObjectItemCaseSensitive(root, "records_fnv64w"), &ix->digest.hash) || !cJSON_IsString(kind) ||
         !cJSON_IsArray(layers) || !cJSON_IsArray(blocks) || cJSON_GetArraySize(blocks) < 1)
         return -1;
+    ix->digest.records = ix->records;
     ix->gzip = strcmp(kind->valuestring, "gzip-members") == 0;
     ix->n_layers = cJSON_GetArraySize(layers);
     ix->n_blocks = cJSON_GetArraySize(blocks);
@@ -381,7 +427,7 @@ static int parse_index(const cJSON *root, tsim_trace_index *ix)
     cJSON_ArrayForEach(it, blocks)
     {
         tsim_index_block *x = &ix->blocks[b++];
-        if (cJSON_GetArraySize(it) != 5 || !get_count(cJSON_GetArrayItem(it, 0), &x->offset) ||
+        if (cJSON_GetArraySize(it) != 6 || !get_count(cJSON_GetArrayItem(it, 5), &x->first_line) || !get_count(cJSON_GetArrayItem(it, 0), &x->offset) ||
             !get_count(cJSON_GetArrayItem(it, 1), &x->bytes) ||
             !get_count(cJSON_GetArrayItem(it, 2), &x->first_record) ||
             !get_count(cJSON_GetArrayItem(it, 3), &x->records) || !get_hex(cJSON_GetArrayItem(it, 4), &x->hash) ||
@@ -429,7 +475,10 @@ int tsim_index_read(const char *path, tsim_trace_index *out, tsim_error *err)
     return TSIM_OK;
 }
 
-int tsim_index_check(const tsim_trace_index *ix, const char *trace, tsim_error *err)
+/* Checks the file's size, then hashes blocks [from, to] (and, when all is
+ * not NULL, the whole file, which needs every block). */
+static int check_blocks(const tsim_trace_index *ix, const char *trace, int64_t from, int64_t to, uint64_t *all,
+                        tsim_error *err)
 {
     FILE *fp = fopen(trace, "rb");
     if (!fp)
@@ -441,8 +490,7 @@ int tsim_index_check(const tsim_trace_index *ix, const char *trace, tsim_error *
     unsigned char *buf = rc ? NULL : malloc(CHUNK);
     if (!rc && !buf)
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    uint64_t all = TSIM_FNV_START;
-    for (int64_t i = 0; !rc && i < ix->n_blocks; i++) {
+    for (int64_t i = from; !rc && i <= to; i++) {
         const tsim_index_block *b = &ix->blocks[i];
         uint64_t h = TSIM_FNV_START;
         int64_t left = b->bytes;
@@ -454,7 +502,8 @@ int tsim_index_check(const tsim_trace_index *ix, const char *trace, tsim_error *
                 rc = tsim_error_set(err, TSIM_E_INPUT, "%s: short read at byte %lld", trace,
                                     (long long)(b->offset + b->bytes - left));
             h = tsim_fnv1a(h, buf, n);
-            all = tsim_fnv1a(all, buf, n);
+            if (all)
+                *all = tsim_fnv1a(*all, buf, n);
             left -= (int64_t)n;
         }
         if (!rc && h != b->hash)
@@ -464,9 +513,71 @@ int tsim_index_check(const tsim_trace_index *ix, const char *trace, tsim_error *
                                 trace, (long long)i, (long long)b->offset, (long long)(b->offset + b->bytes),
                                 (long long)b->first_record);
     }
-    if (!rc && all != ix->trace_hash)
-        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: its hash differs from its index: the index is stale", trace);
     free(buf);
     fclose(fp);
     return rc;
+}
+
+int tsim_index_check(const tsim_trace_index *ix, const char *trace, tsim_error *err)
+{
+    uint64_t all = TSIM_FNV_START;
+    int rc = check_blocks(ix, trace, 0, ix->n_blocks - 1, &all, err);
+    if (!rc && all != ix->trace_hash)
+        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: its hash differs from its index: the index is stale", trace);
+    return rc;
+}
+
+int tsim_index_check_blocks(const tsim_trace_index *ix, const char *trace, int64_t from, int64_t to, tsim_error *err)
+{
+    return check_blocks(ix, trace, from, to, NULL, err);
+}
+
+int64_t tsim_index_block_of(const tsim_trace_index *ix, int64_t record)
+{
+    int64_t lo = 0, hi = ix->n_blocks - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (ix->blocks[mid].first_record <= record)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+int tsim_index_find(const char *trace, tsim_trace_index *ix, bool *found, tsim_error *err)
+{
+    memset(ix, 0, sizeof *ix);
+    *found = false;
+    size_t n = strlen(trace) + sizeof TSIM_INDEX_SUFFIX;
+    char *path = malloc(n);
+    if (!path)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    snprintf(path, n, "%s%s", trace, TSIM_INDEX_SUFFIX);
+    FILE *fp = fopen(path, "rb");
+    int rc = TSIM_OK;
+    if (fp) {
+        fclose(fp);
+        rc = tsim_index_read(path, ix, err);
+        *found = rc == TSIM_OK;
+    } else if (errno != ENOENT) {
+        rc = tsim_error_set(err, TSIM_E_INPUT, "%s: %s", path, strerror(errno));
+    }
+    free(path);
+    return rc;
+}
+
+int tsim_index_seek_range(const tsim_trace_index *ix, tsim_reader *r, const char *trace, int64_t lo, int64_t hi,
+                          tsim_error *err)
+{
+    if (lo >= hi || lo >= ix->records)
+        return TSIM_OK; /* nothing to read */
+    int64_t from = tsim_index_block_of(ix, lo), to = tsim_index_block_of(ix, hi - 1);
+    int rc = tsim_index_check_blocks(ix, trace, from, to, err);
+    if (rc)
+        return rc;
+    const tsim_index_block *b = &ix->blocks[from];
+    /* the first block holds the header, which the reader has read already */
+    int64_t offset = from == 0 ? -1 : b->offset;
+    return tsim_reader_seek(r, offset, b->first_record, b->first_line, lo - b->first_record, err);
 }

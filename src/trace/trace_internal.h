@@ -105,6 +105,8 @@ struct tsim_reader {
     void (*ext_progress)(const tsim_reader *r, int64_t *bytes, int64_t *done, int64_t *total);
     int64_t skipped_zero; /* all-zero records skipped (ring buffers leave unused rows zero) */
 
+    struct tsim_parallel *par; /* JSON Lines parsed on several threads, or NULL */
+
     /* reads the next record into the buffers: 1, 0 at the end, or an error */
     int (*next_raw)(tsim_reader *r, tsim_raw_record *raw, tsim_error *err);
 };
@@ -139,7 +141,31 @@ void tsim_reader_row_done(tsim_reader *r);
 /* Zeroes the totals before a record whose "counts" rows are being summed. */
 void tsim_reader_begin_counts(tsim_reader *r);
 
+/* Where the JSON Lines fast path puts a record's numbers: the reader's own
+ * buffers, or those of a slot of the parallel reader (trace_parallel.c). */
+typedef struct {
+    int experts, file_ep;
+    bool rebucket;
+    int64_t *counts;  /* [ep x experts] */
+    int64_t *tpe;     /* [experts] */
+    int64_t *scratch; /* [experts] */
+} tsim_parse_target;
+
 /* trace_json.c */
+tsim_parse_target tsim_reader_parse_target(tsim_reader *r);
+/* The strict fast path for one JSON Lines record line (NUL-terminated, len
+ * bytes): true when it took the whole line. It touches only the target, so
+ * any thread may run it. False leaves the target's contents undefined. */
+bool tsim_jsonl_fast(const tsim_parse_target *t, const char *line, size_t len, tsim_raw_record *raw);
+/* The cJSON path for the same line (the caller's thread, in record order:
+ * it may warn and gives every error message). 1 or an error status. */
+int tsim_jsonl_slow(tsim_reader *r, const char *line, size_t len, long lineno, tsim_raw_record *raw,
+                    tsim_error *err);
+/* trace_parallel.c: JSON Lines records parsed on `threads` more threads,
+ * returned in order (r->next_raw is replaced). */
+int tsim_parallel_start(tsim_reader *r, int threads, tsim_error *err);
+void tsim_parallel_stop(tsim_reader *r);
+
 int tsim_json_open(tsim_reader *r, tsim_error *err);  /* JSON document */
 int tsim_jsonl_open(tsim_reader *r, tsim_error *err); /* JSONL(.gz) */
 /* Parses one record object (already a cJSON tree) into the buffers. */

@@ -266,9 +266,9 @@ static const char *fast_row(const char *p, int n, int64_t *dst)
 
 /* Parses one record object starting at p (NUL-terminated text). Returns the
  * byte after its '}', or NULL to let cJSON decide. */
-static const char *fast_record(tsim_reader *r, const char *p, tsim_raw_record *raw)
+static const char *fast_record(const tsim_parse_target *t, const char *p, tsim_raw_record *raw)
 {
-    const int E = r->hdr.experts, R = r->file_ep;
+    const int E = t->experts, R = t->file_ep;
     bool have[K_COUNT] = {false};
     p = ws(p);
     if (*p != '{')
@@ -304,24 +304,28 @@ static const char *fast_record(tsim_reader *r, const char *p, tsim_raw_record *r
         case K_EXPERT_COUNTS:
             if (have[K_COUNTS])
                 return NULL;
-            p = fast_row(p, E, r->tpe);
+            p = fast_row(p, E, t->tpe);
             raw->kind = REC_EXPERT_COUNTS;
             break;
         case K_COUNTS:
             if (have[K_EXPERT_COUNTS] || *p != '[')
                 return NULL;
             p = ws(p + 1);
-            tsim_reader_begin_counts(r);
+            if (t->rebucket)
+                memset(t->tpe, 0, sizeof *t->tpe * (size_t)E);
             for (int row = 0; row < R && p; row++) {
                 if (row > 0) {
                     if (*p != ',')
                         return NULL;
                     p = ws(p + 1);
                 }
-                p = fast_row(p, E, tsim_reader_row(r, row));
+                int64_t *dst = t->rebucket ? t->scratch : t->counts + (size_t)row * (size_t)E;
+                p = fast_row(p, E, dst);
                 if (!p)
                     return NULL;
-                tsim_reader_row_done(r);
+                if (t->rebucket)
+                    for (int e = 0; e < E; e++)
+                        t->tpe[e] += t->scratch[e];
                 p = ws(p);
             }
             if (!p || *p != ']')
@@ -369,22 +373,25 @@ static long line_one(const void *ctx, const char *key)
     return 1;
 }
 
-static int jsonl_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
+tsim_parse_target tsim_reader_parse_target(tsim_reader *r)
 {
-    char *line;
-    size_t len;
-    int rc = tsim_next_content_line(r, &line, &len, err);
-    if (rc != 1)
-        return rc;
-    raw->line = r->lines.line;
+    return (tsim_parse_target){.experts = r->hdr.experts, .file_ep = r->file_ep, .rebucket = r->rebucket,
+                               .counts = r->rec.counts, .tpe = r->tpe, .scratch = r->scratch};
+}
+
+bool tsim_jsonl_fast(const tsim_parse_target *t, const char *line, size_t len, tsim_raw_record *raw)
+{
+    const char *end = fast_record(t, line, raw);
+    return end && ws(end) == line + len;
+}
+
+int tsim_jsonl_slow(tsim_reader *r, const char *line, size_t len, long lineno, tsim_raw_record *raw,
+                    tsim_error *err)
+{
     const int64_t recno = r->raw_records + 1;
-
-    const char *end = fast_record(r, line, raw);
-    if (end && ws(end) == line + len)
-        return 1;
-
     memset(raw, 0, sizeof *raw);
-    raw->line = r->lines.line;
+    raw->line = lineno;
+    int rc;
     cJSON *obj = NULL;
     if ((rc = parse_line(r, line, len, raw->line, recno, &obj, err)))
         return rc;
@@ -397,6 +404,20 @@ static int jsonl_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
     }
     cJSON_Delete(obj);
     return rc ? rc : 1;
+}
+
+static int jsonl_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
+{
+    char *line;
+    size_t len;
+    int rc = tsim_next_content_line(r, &line, &len, err);
+    if (rc != 1)
+        return rc;
+    raw->line = r->lines.line;
+    tsim_parse_target t = tsim_reader_parse_target(r);
+    if (tsim_jsonl_fast(&t, line, len, raw))
+        return 1;
+    return tsim_jsonl_slow(r, line, len, r->lines.line, raw, err);
 }
 
 int tsim_jsonl_open(tsim_reader *r, tsim_error *err)
@@ -589,7 +610,8 @@ static int json_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
             return text_expected(r, p, "a record after ',' (no trailing commas in JSON)", err);
     }
     raw->line = text_line(r, (size_t)(p - r->text));
-    const char *after = fast_record(r, p, raw);
+    tsim_parse_target t = tsim_reader_parse_target(r);
+    const char *after = fast_record(&t, p, raw);
     if (after) {
         r->pos = (size_t)(after - r->text);
         return 1;
