@@ -469,6 +469,36 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
 
 /* id_argv: the command line as typed (tsim_argv_identity), for a shard's
  * partial result. */
+/* Runs the study of the given kind into *study. */
+static int run_kind(study_kind kind, tsim_study_config *cfg, const char *regime_path, tsim_study *study,
+                    tsim_error *err)
+{
+    int rc;
+    switch (kind) {
+    case STUDY_TABLE1:
+        if (regime_path) {
+            /* generated traces of a fitted regime (taotsim fit), not the bundled ones */
+            tsim_regime regime;
+            rc = tsim_regime_load(regime_path, cfg->traces_dir, &regime, err);
+            if (rc == TSIM_OK)
+                rc = tsim_run_table1_regime(cfg, &regime, study, err);
+        } else {
+            rc = tsim_run_table1(cfg, study, err);
+        }
+        break;
+    case STUDY_ABLATION:
+        rc = tsim_run_ablation(cfg, study, err);
+        break;
+    case STUDY_SWEEP:
+        rc = tsim_run_sweep(cfg, study, err);
+        break;
+    default:
+        rc = tsim_run_scaling(cfg, study, err);
+        break;
+    }
+    return rc;
+}
+
 static int study_main(study_kind kind, int argc, char **argv, char **id_argv, int id_argc)
 {
     const char *cmd = study_names[kind];
@@ -538,29 +568,7 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
     c.progress = on_progress;
     c.progress_ctx = &progress;
     tsim_study study = {0}; /* freed on every path, even before a study is made */
-    int rc;
-    switch (kind) {
-    case STUDY_TABLE1:
-        if (a.regime) {
-            /* generated traces of a fitted regime (taotsim fit), not the bundled ones */
-            tsim_regime regime;
-            rc = tsim_regime_load(a.regime, c.traces_dir, &regime, &err);
-            if (rc == TSIM_OK)
-                rc = tsim_run_table1_regime(&c, &regime, &study, &err);
-        } else {
-            rc = tsim_run_table1(&c, &study, &err);
-        }
-        break;
-    case STUDY_ABLATION:
-        rc = tsim_run_ablation(&c, &study, &err);
-        break;
-    case STUDY_SWEEP:
-        rc = tsim_run_sweep(&c, &study, &err);
-        break;
-    default:
-        rc = tsim_run_scaling(&c, &study, &err);
-        break;
-    }
+    int rc = run_kind(kind, &c, a.regime, &study, &err);
     tsim_progress_finish(&progress);
     if (!rc)
         rc = tsim_external_finish(&err); /* exec planners' ends, before a file is written */
