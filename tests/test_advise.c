@@ -11,6 +11,7 @@
 
 #include "advise.h"
 #include "experiments.h"
+#include "study_print.h"
 
 Test(advise, keys_spell_their_setting)
 {

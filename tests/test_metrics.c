@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "evaluate.h"
-#include "layers.h"
+#include "layers_print.h"
 #include "plan.h"
 #include "random_records.h"
 #include "record.h"

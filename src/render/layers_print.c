@@ -2,10 +2,33 @@
  * JSON come from study/layers.c. */
 #include "layers_print.h"
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+cJSON *tsim_layers_json(const tsim_session *s, int planner)
+{
+    const tsim_planner_result *res = &s->results[planner];
+    cJSON *arr = cJSON_CreateArray();
+    for (int l = 0; arr && l < res->n_layers; l++) {
+        const tsim_layer_result *lr = &res->layers[l];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "layer", (double)lr->layer);
+        cJSON_AddNumberToObject(j, "record_count", (double)lr->records);
+        cJSON *metrics = cJSON_AddObjectToObject(j, "metrics");
+        for (int m = 0; m < TSIM_M_COUNT; m++) {
+            if (!tsim_session_metric_on(s, m))
+                continue;
+            tsim_summary sum = tsim_series_summary(&lr->metrics[m]);
+            cJSON_AddItemToObject(metrics, tsim_metric_names[m], tsim_summary_json(&sum));
+        }
+        cJSON_AddItemToObject(j, "balancedness_vllm", tsim_vllm_balancedness_json(lr->metrics));
+        cJSON_AddItemToArray(arr, j);
+    }
+    return arr;
+}
 
 /* A column of the per-layer table: a metric's mean, scaled, or vLLM's form. */
 typedef struct {

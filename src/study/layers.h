@@ -16,9 +16,6 @@ double tsim_vllm_balancedness(double load_mean_mean, double load_max_mean);
 /* {"before": ..., "after": ...} of vLLM's form over a set of series. */
 struct cJSON *tsim_vllm_balancedness_json(const tsim_series *metrics);
 
-/* The "layers" array of one planner: per layer its id, records, the summary
- * of every metric that is on, and vLLM's form. */
-struct cJSON *tsim_layers_json(const tsim_session *s, int planner);
 
 
 #endif
