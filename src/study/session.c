@@ -1,10 +1,10 @@
 #include "session.h"
-#include "search.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "search.h"
 
 const char *const tsim_note_names[TSIM_NOTE_KINDS] = {
     "auction_capped", "ipm_fallback", "threshold_skip", "gpu_fallback", "node_limit",
@@ -231,18 +231,17 @@ static int bounds_fill(tsim_session *s, int i, const tsim_record *rec, const tsi
                        tsim_error *err);
 
 /* The layer's results of one planner, added in layer order on first use. */
+static int64_t layer_result_key(const void *ctx, int i)
+{
+    return ((const tsim_layer_result *)ctx)[i].layer;
+}
+
 static tsim_layer_result *layer_result(tsim_session *s, tsim_planner_result *res, int64_t layer)
 {
-    int lo = 0, hi = res->n_layers;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (res->layers[mid].layer < layer)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < res->n_layers && res->layers[lo].layer == layer)
+    int lo = tsim_search_sorted(res->n_layers, layer, layer_result_key, res->layers);
+    if (lo >= 0)
         return &res->layers[lo];
+    lo = -lo - 1;
     if (res->n_layers == res->cap_layers) {
         int cap = res->cap_layers ? 2 * res->cap_layers : 16;
         tsim_layer_result *grown = realloc(res->layers, sizeof *grown * (size_t)cap);
