@@ -906,7 +906,13 @@ static int eval_node(evaluator *ev, const fnode *n, double *v)
         sb_add(&ev->sb, "%s", n->text);
         return TSIM_OK;
     case N_NAME:
-        if (ev->lookup(ev->ctx, n->text, v) != 0) {
+        rc = ev->lookup(ev->ctx, n->text, v);
+        if (rc == TSIM_FAILIF_UNMEASURED)
+            return tsim_error_set(ev->err, TSIM_E_INPUT,
+                                  "--fail-if '%.*s%s': '%s' was not measured in this run (its option is off: "
+                                  "--bounds, --capacity-factor, --step-model, --timing; or it is n/a for this planner)",
+                                  QUOTE(ev->f->text), n->text);
+        if (rc != 0) {
             if (strchr(n->text, '-'))
                 return tsim_error_set(ev->err, TSIM_E_INPUT,
                                       "--fail-if '%.*s%s': unknown name '%s' (a '-' between letters or digits is "

@@ -33,7 +33,10 @@
 
 #include "error.h"
 
-/* Resolves a name to its value: 0 found, -1 unknown name. */
+/* Resolves a name to its value: 0 found, -1 unknown name,
+ * TSIM_FAILIF_UNMEASURED for a metric the run did not measure for that
+ * planner (an option turns it on, or it is n/a for the planner). */
+#define TSIM_FAILIF_UNMEASURED (-2)
 typedef int (*tsim_failif_lookup)(void *ctx, const char *name, double *value);
 
 typedef struct tsim_failif tsim_failif;

@@ -154,13 +154,17 @@ int tsim_study_lookup(void *ctx, const char *name, double *value)
     for (int i = 0; i < s->n && !key; i++)
         whole |= s->rows[i].key[0] == '\0' && strcmp(s->rows[i].planner, planner) == 0;
     double sum = 0;
-    int n = 0;
+    int n = 0, unmeasured = 0;
     for (int i = 0; i < s->n; i++) {
         const tsim_study_row *r = &s->rows[i];
-        if (!r->ok || !r->metric_on[m] || strcmp(r->planner, planner) != 0)
+        if (!r->ok || strcmp(r->planner, planner) != 0)
             continue;
         if (key ? strcmp(r->key, key) != 0 : whole && r->key[0] != '\0')
             continue;
+        if (!r->metric_on[m]) {
+            unmeasured++;
+            continue;
+        }
         double v;
         if (vllm)
             v = tsim_study_row_vllm(r, strcmp(stat, "after") == 0);
@@ -172,7 +176,7 @@ int tsim_study_lookup(void *ctx, const char *name, double *value)
             break;
     }
     if (n == 0)
-        return -1;
+        return unmeasured ? TSIM_FAILIF_UNMEASURED : -1;
     *value = sum / n;
     return 0;
 }
