@@ -33,7 +33,7 @@ static void advise_help(void)
            "    layout (their --NAME-interval and --NAME-history options: eplb, trtllm,\n"
            "    swift; lplb has a history and is run with its EPLB re-homing on);\n"
            "  - lambda_plan, for the topology-aware planners that read it (taot).\n"
-           "Each setting: balancedness (mean load / max load, mean and p95), rho after\n"
+           "Each setting: balancedness (mean load / max load, mean and p5), rho after\n"
            "(mean and p95), weighted cost, re-homing moves, weight traffic (weighted +\n"
            "re-homed intra + lambda_eval x re-homed inter, per record) and memory\n"
            "(K x --expert-mb per rank). The Pareto set: no other setting has better or equal\n"

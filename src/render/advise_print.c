@@ -11,7 +11,7 @@
 #define CELL 96
 
 static const char *const headers[ADVISE_COLS] = {
-    "planner", "K", "interval", "history", "lambda_plan", "memory MB/rank", "balancedness", "bal p95",
+    "planner", "K", "interval", "history", "lambda_plan", "memory MB/rank", "balancedness", "bal p5",
     "rho after %", "rho p95 %", "weighted", "re-homed", "weight traffic", "pareto", "note"};
 
 static bool in_pareto(const tsim_study *s, const tsim_study_row *r)
@@ -64,7 +64,10 @@ static void row_cells(const tsim_study *s, const tsim_study_row *r, char cell[AD
         return;
     }
     tsim_fmt_num(cell[6], CELL, sc.balancedness, 4);
-    tsim_fmt_num(cell[7], CELL, b >= 0 ? r->metrics[b].p95 : NAN, 4);
+    /* The bad tail of balancedness is its low end: per record it is
+     * 1 / (1 + rho_after), so its 5th percentile is that of rho's 95th. */
+    const double rho95 = r->metrics[TSIM_M_RHO_AFTER].p95;
+    tsim_fmt_num(cell[7], CELL, b >= 0 ? 1.0 / (1.0 + rho95) : NAN, 4);
     tsim_fmt_num(cell[8], CELL, r->metrics[TSIM_M_RHO_AFTER].mean * 100, 2);
     tsim_fmt_num(cell[9], CELL, r->metrics[TSIM_M_RHO_AFTER].p95 * 100, 2);
     tsim_fmt_num(cell[10], CELL, r->metrics[TSIM_M_WEIGHTED].mean, 2);
@@ -135,6 +138,7 @@ int tsim_advise_print(FILE *out, const tsim_study *s, tsim_format fmt, tsim_erro
     tsim_table_print(&t, out, fmt);
     tsim_table_free(&t);
     fprintf(out, "\nweight traffic = weighted + re-homed intra + lambda_eval x re-homed inter, per record;"
-                 " memory = K x expert MB per rank (without a slot limit: the peak guests of any rank).\n");
+                 " memory = K x expert MB per rank (without a slot limit: the peak guests of any rank);"
+                 " bal p5 = 1 / (1 + rho p95), the balancedness 95%% of records reach.\n");
     return TSIM_OK;
 }
