@@ -10,6 +10,7 @@
 
 #include "plot.h"
 #include "plot_fixture.h"
+#include "registry.h"
 
 #define HEAD "\"tool\":\"taotsim\",\"version\":\"test\",\"command\":\"taotsim test\""
 /* Every metric any figure reads, with the given rho_after and weighted. */
@@ -198,8 +199,9 @@ Test(plot_style, a_planner_keeps_its_colour_in_every_kind_of_figure)
     cr_assert_eq(style_of("x1")->seen, 5);
     cr_assert_eq(style_of("my_planner")->seen, 4);
     /* Other labels: the library's answer, and none of the fixed colours. */
-    static const char *const fixed[] = {"#d55e00", "#0072b2", "#009e73", "#e69f00",
-                                        "#56b4e9", "#cc79a7", "#000000", "#999999"};
+    static const char *const fixed[] = {"#d55e00", "#0072b2", "#009e73", "#e69f00", "#56b4e9",
+                                        "#cc79a7", "#000000", "#999999", "#117733", "#aa4499",
+                                        "#44aa99", "#ddcc77", "#661100"};
     static const char *const others[] = {"x1", "my_planner"};
     for (size_t i = 0; i < 2; i++) {
         cr_assert_str_eq(style_of(others[i])->colour, tsim_plot_planner_colour(others[i]));
@@ -208,18 +210,50 @@ Test(plot_style, a_planner_keeps_its_colour_in_every_kind_of_figure)
     }
 }
 
-Test(plot_style, every_shipped_planner_has_its_own_colour)
+/* The first two of names[0..n) drawn in one colour (a colour alone tells
+ * the planners apart in a legend; point types repeat), or false. */
+static bool shared_style(const char *const *names, size_t n, size_t *a, size_t *b)
 {
-    static const char *const shipped[] = {"none", "taot", "echo", "llep", "lplb", "fastermoe", "optimal", "eplb"};
-    size_t n = sizeof shipped / sizeof shipped[0];
+    for (*a = 0; *a < n; (*a)++)
+        for (*b = 0; *b < *a; (*b)++)
+            if (strcmp(tsim_plot_planner_colour(names[*a]), tsim_plot_planner_colour(names[*b])) == 0)
+                return true;
+    return false;
+}
+
+Test(plot_style, every_registered_planner_has_its_own_style)
+{
+    /* From the registry, so a planner added later is checked too (the test
+     * programs also register the test-only planner greedy). */
+    const char *names[TSIM_REGISTRY_MAX];
+    size_t n = 0;
+    for (const tsim_planner_desc *const *d = tsim_planner_all(); *d; d++)
+        names[n++] = (*d)->name;
+    cr_assert_geq(n, 13, "the registry lists %zu planners", n);
     for (size_t i = 0; i < n; i++) {
-        const char *c = tsim_plot_planner_colour(shipped[i]);
-        int pt = tsim_plot_planner_point(shipped[i]);
+        int pt = tsim_plot_planner_point(names[i]);
         cr_assert(pt == 5 || pt == 7 || pt == 9 || pt == 11 || pt == 13 || pt == 15,
-                  "%s: point %d has no hollow twin at %d", shipped[i], pt, pt - 1);
-        for (size_t k = 0; k < i; k++)
-            cr_assert_str_neq(c, tsim_plot_planner_colour(shipped[k]), "%s and %s share %s", shipped[i], shipped[k], c);
+                  "%s: point %d has no hollow twin at %d", names[i], pt, pt - 1);
     }
+    size_t a, b;
+    cr_assert_not(shared_style(names, n, &a, &b), "%s and %s share %s", names[a], names[b],
+                  tsim_plot_planner_colour(names[a]));
+}
+
+Test(plot_style, the_style_check_finds_a_shared_colour)
+{
+    /* trtllm and ultraep once hashed to one colour: the check must see such
+     * a pair. Two hashed labels of one colour stand in for them. */
+    char labels[8][16];
+    const char *names[8];
+    for (size_t i = 0; i < 8; i++) {
+        snprintf(labels[i], sizeof labels[i], "planner%zu", i);
+        names[i] = labels[i];
+    }
+    size_t a, b;
+    cr_assert(shared_style(names, 8, &a, &b), "8 labels over 6 hashed colours must share one");
+    cr_assert_str_eq(tsim_plot_planner_colour(names[a]), tsim_plot_planner_colour(names[b]));
+    cr_assert_neq(a, b);
 }
 
 Test(plot_style, other_labels_spread_over_the_second_palette)

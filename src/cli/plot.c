@@ -229,7 +229,7 @@ int tsim_plot_write_named(const cJSON *result, const char *source, const char *o
             written->rendered = true;
     }
     if (!rc) /* table1 --bounds: the frontier figures (plot_frontier.c) */
-        rc = tsim_plot_frontier(result, outdir, formats, log, written, err);
+        rc = tsim_plot_frontier(result, outdir, gnuplot, formats, log, written, err);
     if (scripts)
         for (size_t i = 0; i < ps.nfig; i++)
             plot_text_free(&scripts[i]);

@@ -91,9 +91,9 @@ int tsim_plot_result(const struct cJSON *result, const char *outdir, int formats
 int tsim_plot_check(int formats, tsim_error *err);
 
 /* The colour ("#rrggbb") and gnuplot point type (a filled one; minus 1 is
- * its hollow twin) a planner label is drawn with in every figure: fixed for
- * the planners taotsim ships (none taot echo llep lplb fastermoe optimal
- * eplb), else picked by a hash of the label from a palette of other hues. */
+ * its hollow twin) a planner label is drawn with in every figure: fixed and
+ * distinct for every planner taotsim registers, else picked by a hash of the
+ * label from a palette of other hues. */
 const char *tsim_plot_planner_colour(const char *label);
 int tsim_plot_planner_point(const char *label);
 

@@ -346,9 +346,13 @@ text *plot_add_figure(plotset *ps, const char *name, const char *tmpl, const cha
 
 /* ---------- one style per planner, in every figure ---------- */
 
-/* Fixed colours (Okabe-Ito, readable by colour-blind eyes) and filled point
- * types for the planners taotsim ships, so a planner looks the same in every
- * figure of every study. Point type - 1 is the hollow version of each. */
+/* Fixed colours and filled point types for the planners taotsim registers,
+ * so a planner looks the same in every figure of every study: Okabe-Ito's
+ * (readable by colour-blind eyes) for the first eight, then Paul Tol's muted
+ * hues that neither set below uses. Every registered planner needs its own
+ * colour here (test_plot_style walks the registry); a new one that hashes
+ * instead could share a colour with another. Point type - 1 is the hollow
+ * version of each. */
 static const struct {
     const char *name;
     const char *colour;
@@ -356,6 +360,8 @@ static const struct {
 } known_styles[] = {
     {"taot", "#d55e00", 7},   {"echo", "#0072b2", 5},      {"llep", "#009e73", 9},    {"lplb", "#e69f00", 13},
     {"eplb", "#56b4e9", 15},  {"fastermoe", "#cc79a7", 11}, {"optimal", "#000000", 5}, {"none", "#999999", 9},
+    {"moonep", "#117733", 5},  {"ultraep", "#aa4499", 9},   {"trtllm", "#44aa99", 13}, {"swift", "#ddcc77", 11},
+    {"frontier", "#661100", 7},
 };
 
 /* Other labels (e.g. LABEL=taot:--opt=v) get a colour from a palette that

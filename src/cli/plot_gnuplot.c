@@ -1,7 +1,7 @@
 /* The one gnuplot runner of the CLI (plot_internal.h): templates, the
  * figure scripts, atomic files, finding and checking gnuplot, and rendering a
- * script into PNG or SVG through a temporary name. plot.c and plot_fit.c
- * both draw through it. */
+ * script into PNG or SVG through a temporary name. Every figure of the CLI
+ * draws through it: plot.c's families, fit's, frontier's and traffic's. */
 #include "plot_internal.h"
 
 #include <errno.h>

@@ -1,7 +1,8 @@
 /* What the figure files of plot.c share (plot.h): growable text, ordered
  * sets, reading a result, the figures and data files being built, cells laid
- * out in matrices, and the one gnuplot runner (plot_gnuplot.c), which fit's
- * figures (plot_fit.c) use too. One file per figure family: plot_replay.c,
+ * out in matrices, and the one gnuplot runner (plot_gnuplot.c), which the
+ * fit (plot_fit.c), frontier (plot_frontier.c) and traffic (plot_traffic.c)
+ * figures use too. One file per figure family: plot_replay.c,
  * plot_table1.c, plot_ablation.c, plot_sweep.c, plot_scaling.c. Internal to
  * the plot files of the CLI. */
 #ifndef TSIM_PLOT_INTERNAL_H

@@ -9,7 +9,7 @@ XCOL = 2
 XLABEL = "weight traffic per record: weighted + re-homed intra + λ_eval × re-homed inter"
 PLANNERS = "eplb trtllm swift"
 NP = 3
-COLORS = "#56b4e9 #332288 #999933"
+COLORS = "#56b4e9 #44aa99 #ddcc77"
 POINTS = "15 13 11"
 TARGET = 0.90000000000000002
 

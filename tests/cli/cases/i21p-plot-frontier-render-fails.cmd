@@ -1,0 +1,1 @@
+r=$PWD; cd $TMP && printf '#!/bin/sh\n[ $# -eq 2 ] && exit 0\neval "$2"\ncase "$3" in table1_frontier*) echo cannot draw >&2; exit 1;; esac\necho drawn > "$out"\n' > gp && chmod +x gp && TAOTSIM_GNUPLOT=$TMP/gp $TAOTSIM plot $r/tests/data/i23b-table1-bounds.json -o p --format png > list; s=$?; grep -c 'png$' list; grep frontier list; ls -A p | grep -v '^table1_pareto'; exit $s

@@ -1,0 +1,1 @@
+r=$PWD; cd $TMP && printf '#!/bin/sh\n[ $# -eq 2 ] && exit 0\necho cannot draw >&2\nexit 1\n' > gp && chmod +x gp && TAOTSIM_GNUPLOT=$TMP/gp $TAOTSIM replay $r/traces/ep16-imb50.jsonl.gz --planners taot,t2=trtllm --traffic node --plots figs/heat --plot-format png -o r.md; s=$?; ls -A figs/heat; exit $s
