@@ -75,7 +75,7 @@ Test(study, lookup_names)
     cr_assert_eq(v, 15, "mean over cells");
     cr_assert_eq(tsim_study_lookup(&st, "taot.rho_after.p95", &v), 0);
     cr_assert_float_eq(v, 0.015, 1e-12);
-    cr_assert_eq(tsim_study_lookup(&st, "taot.plan_ns.mean", &v), -1, "not measured");
+    cr_assert_eq(tsim_study_lookup(&st, "taot.plan_ns.mean", &v), TSIM_FAILIF_UNMEASURED, "not measured");
     cr_assert_eq(tsim_study_lookup(&st, "lplb.weighted.mean", &v), -1);
     cr_assert_eq(tsim_study_lookup(&st, "taot.bogus.mean", &v), -1);
     cr_assert_eq(tsim_study_lookup(&st, "taot.weighted.p99", &v), -1);
