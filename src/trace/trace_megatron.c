@@ -53,6 +53,16 @@ typedef struct {
     uint64_t gen;
 } layer_slot;
 
+/* One call of the current step: its layer, the hash of its ids on every file
+ * of the unit, and where the unit's first file has it. A later call with the
+ * same layer and hash repeats it (a recomputed router call). */
+typedef struct {
+    int64_t layer;
+    uint64_t hash;
+    long line;
+    uint64_t gen;
+} call_slot;
+
 typedef struct {
     int ranks;
     rank_file *files;
@@ -68,6 +78,14 @@ typedef struct {
     layer_slot *slots; /* open addressing; slots of older generations are empty */
     size_t cap, used;
     uint64_t gen;
+    call_slot *calls_seen; /* this step's calls, emptied like slots */
+    size_t calls_cap, calls_used;
+    uint64_t *hashes; /* [rows * per_row] ids hashes of the current call's files */
+    /* Without a layout: same_prev[j], file j routed the same tokens as file
+     * j - 1 in every call so far (tensor parallelism without sequence
+     * parallelism shows so); any_tokens, some call had tokens. */
+    bool *same_prev;
+    bool any_tokens;
     int64_t kept; /* calls kept so far (rank 0) */
 
     /* a token's ids are distinct: seen[id] == row_stamp for the ids of the
@@ -114,6 +132,9 @@ typedef struct {
     /* the first id a token picks twice (-1: none), reported like bad_id */
     int64_t dup_id, dup_row;
     size_t dup_at;
+    /* of the ids in order, token by token: equal calls have equal hashes
+     * (recomputed calls, TP ranks that route the same tokens) */
+    uint64_t ids_hash;
 } call;
 
 typedef struct {
@@ -247,6 +268,7 @@ static size_t parse_ids(const line_ctx *c, megatron *m, size_t p, int64_t *row, 
     if (p < c->len && s[p] == ']')
         return p + 1;
     const int64_t E = m->experts;
+    uint64_t h = 1;
     for (;;) {
         if (p >= c->len || s[p] != '[') {
             char text[32];
@@ -293,6 +315,8 @@ static size_t parse_ids(const line_ctx *c, megatron *m, size_t p, int64_t *row, 
                     k->dup_at = at;
                 }
                 m->seen[v] = m->row_stamp;
+                h = (h + v + 1) * UINT64_C(0x9E3779B97F4A7C15);
+                h ^= h >> 29;
                 if (E > 0 && v >= (uint64_t)E) {
                     if (k->bad_id < 0) {
                         k->bad_id = (int64_t)v;
@@ -316,6 +340,8 @@ static size_t parse_ids(const line_ctx *c, megatron *m, size_t p, int64_t *row, 
                 return (size_t)-1;
             }
         }
+        h = (h ^ UINT64_C(0xA5A5A5A5A5A5A5A5)) * UINT64_C(0xBF58476D1CE4E5B9); /* the row ends */
+        k->ids_hash = h;
         if (k->row_len < 0)
             k->row_len = n;
         else if (n != k->row_len) {
@@ -585,6 +611,140 @@ static int64_t *layer_calls(megatron *m, int64_t layer)
     return &m->slots[j].calls;
 }
 
+/* Remembers this step's call of `layer` with hash h first seen at `line`.
+ * Returns 1 with *earlier set when the step already had it, 0 when it is
+ * new, -1 out of memory. */
+static int remember_call(megatron *m, int64_t layer, uint64_t h, long line, long *earlier)
+{
+    const uint64_t key = h ^ ((uint64_t)layer * UINT64_C(0xC2B2AE3D27D4EB4F));
+    if ((m->calls_used + 1) * 2 > m->calls_cap) {
+        size_t cap = m->calls_cap ? m->calls_cap * 2 : 256;
+        call_slot *fresh = calloc(cap, sizeof *fresh);
+        if (!fresh)
+            return -1;
+        for (size_t i = 0; i < m->calls_cap; i++) {
+            const call_slot *o = &m->calls_seen[i];
+            if (o->gen != m->gen)
+                continue;
+            size_t j = (size_t)((o->hash ^ ((uint64_t)o->layer * UINT64_C(0xC2B2AE3D27D4EB4F))) >> 17) & (cap - 1);
+            while (fresh[j].gen == m->gen)
+                j = (j + 1) & (cap - 1);
+            fresh[j] = *o;
+        }
+        free(m->calls_seen);
+        m->calls_seen = fresh;
+        m->calls_cap = cap;
+    }
+    size_t j = (size_t)(key >> 17) & (m->calls_cap - 1);
+    while (m->calls_seen[j].gen == m->gen) {
+        if (m->calls_seen[j].layer == layer && m->calls_seen[j].hash == h) {
+            *earlier = m->calls_seen[j].line;
+            return 1;
+        }
+        j = (j + 1) & (m->calls_cap - 1);
+    }
+    m->calls_seen[j] = (call_slot){layer, h, line, m->gen};
+    m->calls_used++;
+    return 0;
+}
+
+/* Without a layout, at the end: adjacent ranks in groups of t that routed the
+ * same tokens in every call are tensor parallel ranks without sequence
+ * parallelism, which one EP group of all files would count t times. */
+static int check_same_tokens(tsim_reader *r, megatron *m, tsim_error *err)
+{
+    if (m->layout || m->ranks < 2 || !m->any_tokens)
+        return TSIM_OK;
+    for (int t = 2; t <= m->ranks; t++) {
+        if (m->ranks % t != 0)
+            continue;
+        bool fits = true;
+        for (int j = 1; j < m->ranks && fits; j++)
+            fits = m->same_prev[j] == (j % t != 0);
+        if (!fits)
+            continue;
+        char groups[64];
+        if (t == m->ranks)
+            snprintf(groups, sizeof groups, "all %d ranks", t);
+        else
+            snprintf(groups, sizeof groups, "ranks 0..%d (and each next %d ranks)", t - 1, t);
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: %s route the same tokens in every call: looks like tensor parallelism tp=%d "
+                              "without sequence parallelism, which one EP group of %d ranks would count %d times; "
+                              "give --megatron-parallel tp=%d,pp=P,ep=E,tokens=same",
+                              r->path, groups, t, m->ranks, t, t);
+    }
+    return TSIM_OK;
+}
+
+/* A rank file's calls of the chosen block as one hash of their (step,
+ * layer) sequence; false when the file cannot be read to the end. */
+static bool call_signature(tsim_reader *r, megatron *m, int rank, uint64_t *sig)
+{
+    tsim_gzline lines;
+    tsim_error e;
+    const rank_file *f = &m->files[rank];
+    if (tsim_gzline_open(&lines, f->path, f->gz, tsim_trace_max_line(), &e))
+        return false;
+    uint64_t h = 7;
+    int rc;
+    char *line;
+    size_t len;
+    while ((rc = tsim_gzline_next(&lines, &line, &len, &e)) == 1) {
+        if (tsim_line_blank(line))
+            continue;
+        line_ctx c = {r, f, line, len, lines.line, &e};
+        call k;
+        if (parse_call(&c, m, NULL, &k)) {
+            rc = -1;
+            break;
+        }
+        if (k.block != m->block || (k.stage[0] && strcmp(k.stage, "pre_dispatch") != 0))
+            continue;
+        h = (h ^ (uint64_t)k.step) * UINT64_C(0x9E3779B97F4A7C15);
+        h = (h ^ (uint64_t)k.layer) * UINT64_C(0xBF58476D1CE4E5B9);
+        h ^= h >> 31;
+    }
+    tsim_gzline_close(&lines);
+    *sig = h;
+    return rc == 0;
+}
+
+/* Without a layout, when ranks disagree on their calls: the hint. Ranks
+ * that form p > 1 contiguous equal blocks, each agreeing within itself, are
+ * pipeline stages (each numbers its layers from 0; stages whose layers have
+ * routers differently record other calls). Blocks of one rank are
+ * ambiguous and keep the plain hint. */
+static void disagree_hint(tsim_reader *r, megatron *m, char *buf, size_t cap)
+{
+    snprintf(buf, cap, " (pipeline or tensor parallelism? give --megatron-parallel tp=T,pp=P,ep=E)");
+    if (m->layout)
+        return;
+    uint64_t *sig = calloc((size_t)m->ranks, sizeof *sig);
+    if (!sig)
+        return;
+    int runs = 1;
+    bool ok = true;
+    for (int g = 0; g < m->ranks && ok; g++) {
+        ok = call_signature(r, m, g, &sig[g]);
+        if (ok && g > 0 && sig[g] != sig[g - 1])
+            runs++;
+    }
+    /* blocks of one rank are no evidence: every rank could just differ */
+    if (ok && runs > 1 && m->ranks % runs == 0 && m->ranks / runs > 1) {
+        const int size = m->ranks / runs;
+        for (int g = 1; g < m->ranks && ok; g++)
+            ok = (sig[g] != sig[g - 1]) == (g % size == 0);
+        if (ok)
+            snprintf(buf, cap,
+                     " (ranks 0..%d, %d..%d%s each agree among themselves: looks like pipeline parallelism with "
+                     "pp=%d, each stage numbering its layers from 0; give --megatron-parallel tp=T,pp=%d,ep=E and "
+                     "--num-layers N)",
+                     size - 1, size, 2 * size - 1, runs > 2 ? ", ..." : "", runs, runs);
+    }
+    free(sig);
+}
+
 /* Every token picks the same number of experts: on every rank of a call
  * (first_picks: rank 0's), and in every call. picks < 0: the call has no
  * tokens and no "topk", so it says nothing. */
@@ -627,13 +787,45 @@ static int unit_call(tsim_reader *r, megatron *m, int i, int64_t *row, call *c, 
     return rc;
 }
 
+/* A call with tokens that repeats an earlier call of its step and layer on
+ * every file, id for id: activation recompute running the router again in
+ * the backward pass (Megatron-Core's forward hook fires again, with the same
+ * step). Read as one more microbatch it would count the tokens twice. Also
+ * notes, without a layout, which adjacent files route the same tokens. */
+static int check_recomputed(megatron *m, const call *first, long first_line, tsim_error *err)
+{
+    const int slots = m->rows * m->per_row;
+    uint64_t h = 0;
+    for (int i = 0; i < slots; i++) {
+        h = (h ^ m->hashes[i]) * UINT64_C(0x9E3779B97F4A7C15);
+        h ^= h >> 31;
+        if (!m->layout && i > 0 && m->hashes[i] != m->hashes[i - 1])
+            m->same_prev[i] = false;
+    }
+    m->any_tokens = true;
+    long earlier = 0;
+    int found = remember_call(m, first->layer, h, first_line, &earlier);
+    if (found < 0)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if (found == 0)
+        return TSIM_OK;
+    return tsim_error_set(err, TSIM_E_INPUT,
+                          "%s:%ld: step %lld, layer %lld repeats the call at line %ld id for id, on all %d rank files "
+                          "read with it: a recomputed router call (activation recompute runs the router again in the "
+                          "backward pass), which would count its tokens twice; not handled yet: record with "
+                          "recompute off for the MoE layers, or drop the repeated lines",
+                          m->files[m->unit_files[0]].path, first_line, (long long)first->step,
+                          (long long)first->layer, earlier, slots);
+}
+
 /* The next record of the current unit: 1, or 0 at its end. */
 static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_error *err)
 {
     const size_t E = (size_t)m->experts;
     const int slots = m->rows * m->per_row;
     const char *p0 = m->files[m->unit_files[0]].path;
-    const char *hint = m->layout ? "" : " (pipeline or tensor parallelism? give --megatron-parallel tp=T,pp=P,ep=E)";
+    char hint[320] = "";
+    int64_t tokens = 0;
     call first, k;
     long first_line = 0;
     int64_t first_picks = -1;
@@ -657,15 +849,18 @@ static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_err
                     rc = next_call(r, m, m->unit_files[o], NULL, &k, &ol, NULL, err);
                     if (rc < 0 || rc > 1)
                         return rc;
-                    if (rc == 1)
+                    if (rc == 1) {
+                        disagree_hint(r, m, hint, sizeof hint);
                         return tsim_error_set(err, TSIM_E_INPUT,
                                               "%s:%ld: a call of step %lld, layer %lld that %s does not have (it ends "
                                               "after %lld calls): every rank must record the same calls%s",
                                               m->files[m->unit_files[o]].path, ol, (long long)k.step,
                                               (long long)k.layer, p0, (long long)m->kept, hint);
+                    }
                 }
-                return 0;
+                return check_same_tokens(r, m, err);
             }
+            disagree_hint(r, m, hint, sizeof hint);
             return tsim_error_set(err, TSIM_E_INPUT,
                                   "%s: ends after %lld calls, but %s:%ld has another (step %lld, layer %lld): every "
                                   "rank must record the same calls%s",
@@ -675,6 +870,7 @@ static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_err
         if (i == 0) {
             first_line = lineno;
         } else if (k.step != first.step || k.layer != first.layer) {
+            disagree_hint(r, m, hint, sizeof hint);
             return tsim_error_set(err, TSIM_E_INPUT,
                                   "%s:%ld: step %lld, layer %lld, but the same call on rank %d (%s:%ld) is step %lld, "
                                   "layer %lld: every rank must record the same calls in the same order%s",
@@ -687,6 +883,8 @@ static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_err
             return rc;
         if (i == 0)
             first_picks = picks;
+        m->hashes[i] = c->ids_hash;
+        tokens += c->rows;
         if (i % m->per_row == m->per_row - 1)
             tsim_reader_row_done(r);
     }
@@ -705,9 +903,12 @@ static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_err
         m->have_step = true;
         m->step = first.step;
         m->step_calls = 0;
-        m->gen++; /* empties the per-layer counters */
+        m->gen++; /* empties the per-layer counters and the calls seen */
         m->used = 0;
+        m->calls_used = 0;
     }
+    if (tokens > 0 && (rc = check_recomputed(m, &first, first_line, err)))
+        return rc;
     int64_t *calls = layer_calls(m, first.layer);
     if (!calls)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
@@ -732,6 +933,7 @@ static int begin_unit(megatron *m, tsim_error *err)
     m->mb_base = m->step_calls = 0;
     m->gen++;
     m->used = 0;
+    m->calls_used = 0;
     m->kept = 0;
     if (!m->layout) {
         for (int i = 0; i < m->ranks; i++)
@@ -783,6 +985,9 @@ static void megatron_close(tsim_reader *r)
     free(m->slots);
     free(m->seen);
     free(m->unit_files);
+    free(m->hashes);
+    free(m->same_prev);
+    free(m->calls_seen);
     free(m->places);
     free(m->add);
     free(m);
@@ -1046,7 +1251,12 @@ int tsim_megatron_open(tsim_reader *r, const tsim_read_options *opts, tsim_error
     if (opts && opts->megatron_parallel && (rc = setup_layout(r, m, opts, err)))
         return rc;
     m->unit_files = calloc((size_t)m->rows * (size_t)m->per_row, sizeof *m->unit_files);
-    if (!m->unit_files)
+    m->hashes = calloc((size_t)m->rows * (size_t)m->per_row, sizeof *m->hashes);
+    m->same_prev = malloc((size_t)m->ranks * sizeof *m->same_prev);
+    if (m->same_prev)
+        for (int i = 0; i < m->ranks; i++)
+            m->same_prev[i] = true;
+    if (!m->unit_files || !m->hashes || !m->same_prev)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     for (int i = 0; i < m->rows * m->per_row; i++)
         m->unit_files[i] = i; /* the first pass's check_topk names unit file 0 */
