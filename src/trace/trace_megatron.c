@@ -135,6 +135,10 @@ typedef struct {
     /* of the ids in order, token by token: equal calls have equal hashes
      * (recomputed calls, TP ranks that route the same tokens) */
     uint64_t ids_hash;
+    /* the line and where its "top_indices" value is (valid until the file's
+     * next line is read) */
+    const char *text;
+    size_t ids_at, ids_end;
 } call;
 
 typedef struct {
@@ -455,7 +459,9 @@ static int parse_call(const line_ctx *c, megatron *m, int64_t *row, call *k)
             break;
         }
         case K_TOP_INDICES:
+            k->ids_at = p;
             p = parse_ids(c, m, p, row, k);
+            k->ids_end = p;
             break;
         default: {
             tsim_json_fault f;
@@ -528,6 +534,7 @@ static int next_call(tsim_reader *r, megatron *m, int rank, int64_t *row, call *
         /* Count into row only when the call is kept: parse into it, undo otherwise. */
         if ((rc = parse_call(&c, m, row, k)))
             return rc;
+        k->text = line;
         if (k->has_rank && k->rank != rank)
             return line_fail(&c, 0, "\"rank\" is %lld, but the file is rank %d's", (long long)k->rank, rank);
         bool stage_ok = !k->stage[0] || strcmp(k->stage, "pre_dispatch") == 0;
@@ -787,12 +794,57 @@ static int unit_call(tsim_reader *r, megatron *m, int i, int64_t *row, call *c, 
     return rc;
 }
 
+/* Two "top_indices" texts hold the same ids in the same order: equal once
+ * white space is skipped (both parsed already: plain integers only). */
+static bool same_ids_text(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t i = 0, j = 0;
+    for (;;) {
+        while (i < an && (a[i] == ' ' || a[i] == '\t' || a[i] == '\r' || a[i] == '\n'))
+            i++;
+        while (j < bn && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r' || b[j] == '\n'))
+            j++;
+        if (i == an || j == bn)
+            return i == an && j == bn;
+        if (a[i++] != b[j++])
+            return false;
+    }
+}
+
+/* The hashes say `first` repeats line `earlier` of the unit's first file:
+ * confirms it on that file's full line, read again (rare: only a repeat
+ * found by hash comes here). */
+static bool confirm_repeat(tsim_reader *r, megatron *m, const call *first, long earlier)
+{
+    const rank_file *f = &m->files[m->unit_files[0]];
+    tsim_gzline lines;
+    tsim_error e;
+    if (tsim_gzline_open(&lines, f->path, f->gz, tsim_trace_max_line(), &e))
+        return true; /* it was readable a moment ago: trust the hashes */
+    char *line;
+    size_t len;
+    bool same = true;
+    while (tsim_gzline_next(&lines, &line, &len, &e) == 1) {
+        if (lines.line < earlier)
+            continue;
+        line_ctx c = {r, f, line, len, lines.line, &e};
+        call k;
+        if (parse_call(&c, m, NULL, &k) == 0)
+            same = k.step == first->step && k.layer == first->layer &&
+                   same_ids_text(line + k.ids_at, k.ids_end - k.ids_at, first->text + first->ids_at,
+                                 first->ids_end - first->ids_at);
+        break;
+    }
+    tsim_gzline_close(&lines);
+    return same;
+}
+
 /* A call with tokens that repeats an earlier call of its step and layer on
  * every file, id for id: activation recompute running the router again in
  * the backward pass (Megatron-Core's forward hook fires again, with the same
  * step). Read as one more microbatch it would count the tokens twice. Also
  * notes, without a layout, which adjacent files route the same tokens. */
-static int check_recomputed(megatron *m, const call *first, long first_line, tsim_error *err)
+static int check_recomputed(tsim_reader *r, megatron *m, const call *first, long first_line, tsim_error *err)
 {
     const int slots = m->rows * m->per_row;
     uint64_t h = 0;
@@ -807,7 +859,7 @@ static int check_recomputed(megatron *m, const call *first, long first_line, tsi
     int found = remember_call(m, first->layer, h, first_line, &earlier);
     if (found < 0)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    if (found == 0)
+    if (found == 0 || !confirm_repeat(r, m, first, earlier))
         return TSIM_OK;
     return tsim_error_set(err, TSIM_E_INPUT,
                           "%s:%ld: step %lld, layer %lld repeats the call at line %ld id for id, on all %d rank files "
@@ -907,7 +959,7 @@ static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_err
         m->used = 0;
         m->calls_used = 0;
     }
-    if (tokens > 0 && (rc = check_recomputed(m, &first, first_line, err)))
+    if (tokens > 0 && (rc = check_recomputed(r, m, &first, first_line, err)))
         return rc;
     int64_t *calls = layer_calls(m, first.layer);
     if (!calls)
