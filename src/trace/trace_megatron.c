@@ -19,7 +19,6 @@
  * about 12x faster. */
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,488 +26,7 @@
 
 #include "json_strict.h"
 #include "topology.h"
-#include "trace_internal.h"
-#include "trace_megatron_layout.h"
-
-#define PREFIX "router_trace_rank"
-/* An MTP call's layer is mtp_idx * 2^32 + layer (see docs/import.md), so
- * layers stay below 2^32 and depths below 2^16. */
-#define MAX_LAYER ((INT64_C(1) << 32) - 1)
-#define MAX_MTP_IDX 65535
-#define MAX_STAGE_WARNINGS 8
-
-enum { BLOCK_DECODER, BLOCK_MTP, BLOCK_OTHER };
-
-typedef struct {
-    char *path; /* DIR/router_trace_rankN.jsonl(.gz) */
-    bool gz;
-    tsim_gzline lines;
-    bool open;
-} rank_file;
-
-/* Calls of one layer in the current step (a hash set emptied per step). */
-typedef struct {
-    int64_t layer;
-    int64_t calls;
-    uint64_t gen;
-} layer_slot;
-
-/* One call of the current step: its layer, the hash of its ids on every file
- * of the unit, and where the unit's first file has it. A later call with the
- * same layer and hash repeats it (a recomputed router call). */
-typedef struct {
-    int64_t layer;
-    uint64_t hash;
-    long line;
-    uint64_t gen;
-} call_slot;
-
-typedef struct {
-    int ranks;
-    rank_file *files;
-    int64_t experts; /* 0 while unknown (the first pass) */
-    bool experts_given; /* by --experts */
-    int block;       /* BLOCK_DECODER or BLOCK_MTP */
-    int64_t topk;    /* ids per token, 0 while unknown */
-    int64_t total_size;
-
-    /* microbatch numbering */
-    bool have_step;
-    int64_t step, mb_base, step_calls;
-    layer_slot *slots; /* open addressing; slots of older generations are empty */
-    size_t cap, used;
-    uint64_t gen;
-    call_slot *calls_seen; /* this step's calls, emptied like slots */
-    size_t calls_cap, calls_used;
-    uint64_t *hashes; /* [rows * per_row] ids hashes of the current call's files */
-    /* Without a layout: same_prev[j], file j routed the same tokens as file
-     * j - 1 in every call so far (tensor parallelism without sequence
-     * parallelism shows so); any_tokens, some call had tokens. */
-    bool *same_prev;
-    bool any_tokens;
-    int64_t kept; /* calls kept so far (rank 0) */
-
-    /* a token's ids are distinct: seen[id] == row_stamp for the ids of the
-     * row being parsed (no clearing per row) */
-    uint32_t *seen;
-    uint32_t row_stamp;
-    /* ids per token: the first call that had tokens, and where */
-    int64_t topk_seen; /* -1 while unknown */
-    int topk_rank;
-    long topk_line;
-
-    char warned_stage[MAX_STAGE_WARNINGS][32];
-    int n_warned_stage;
-
-    /* The files are read one unit at a time: without --megatron-parallel one
-     * unit of every file, row j = rank j; with it, one unit per expert data
-     * parallel group and pipeline stage, row j = EP rank j, the sum of its
-     * per_row expert-TP ranks' files. */
-    int rows, per_row;
-    int *unit_files; /* [rows * per_row] file indices of the current unit */
-    int unit, units;
-    bool layout;
-    tsim_megatron_layout lay;
-    tsim_megatron_place *places; /* [ranks] */
-    int groups, first_group;
-    int64_t layers_per_stage; /* local layer ids are below it */
-    int64_t layer_offset;     /* of the current unit's stage */
-    int64_t max_layer;        /* the largest local decoder layer id (first pass) */
-    int64_t *add;             /* [E] one summed file's counts */
-    char tag[TSIM_TAG_MAX];
-} megatron;
-
-/* One parsed call. */
-typedef struct {
-    int64_t step, layer, rank, num_tokens, topk, mtp_idx;
-    bool has_rank, has_num_tokens, has_topk, has_mtp_idx;
-    int block;
-    char stage[32]; /* "" when absent; "?" when not plain text */
-    int64_t rows, row_len, max_id;
-    /* the first id out of range 0..E-1 (checked only when the call is kept:
-     * the other block may well have more experts) */
-    int64_t bad_id, bad_row;
-    size_t bad_at;
-    /* the first id a token picks twice (-1: none), reported like bad_id */
-    int64_t dup_id, dup_row;
-    size_t dup_at;
-    /* of the ids in order, token by token: equal calls have equal hashes
-     * (recomputed calls, TP ranks that route the same tokens) */
-    uint64_t ids_hash;
-    /* the line and where its "top_indices" value is (valid until the file's
-     * next line is read) */
-    const char *text;
-    size_t ids_at, ids_end;
-} call;
-
-typedef struct {
-    tsim_reader *r;
-    const rank_file *f;
-    const char *line;
-    size_t len;
-    long lineno;
-    tsim_error *err;
-} line_ctx;
-
-/* A problem at byte `at` of the line. If the line is not even valid JSON,
- * the JSON problem is what gets reported. */
-static int line_fail(const line_ctx *c, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int line_fail(const line_ctx *c, size_t at, const char *fmt, ...)
-{
-    tsim_json_fault f;
-    if (tsim_json_check_all(c->line, c->len, &f) == (size_t)-1) {
-        if (f.what[0])
-            return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: malformed JSON: %s", c->f->path, c->lineno,
-                                  f.at + 1, f.what);
-        if (f.at >= c->len)
-            return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: malformed JSON: the line ends early", c->f->path,
-                                  c->lineno, f.at + 1);
-        char near[28];
-        size_t n = 0;
-        for (size_t i = f.at; i < c->len && n < 24; i++)
-            near[n++] = (unsigned char)c->line[i] < 0x20 ? '?' : c->line[i];
-        near[n] = '\0';
-        return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: malformed JSON near \"%s\"", c->f->path, c->lineno,
-                              f.at + 1, near);
-    }
-    char msg[TSIM_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: %s", c->f->path, c->lineno, at + 1, msg);
-}
-
-static size_t skip_ws(const line_ctx *c, size_t p)
-{
-    return tsim_json_skip_ws(c->line, c->len, p);
-}
-
-/* The JSON value at p as written (for messages), at most 24 bytes. */
-static void value_text(const line_ctx *c, size_t p, char *buf, size_t cap)
-{
-    tsim_json_fault f;
-    size_t n = tsim_json_check(c->line + p, c->len - p, &f);
-    if (n == (size_t)-1)
-        n = 1;
-    size_t k = 0;
-    for (; k < n && k + 4 < cap && k < 24; k++)
-        buf[k] = (unsigned char)c->line[p + k] < 0x20 ? '?' : c->line[p + k];
-    if (k < n)
-        memcpy(buf + k, "...", 4);
-    else
-        buf[k] = '\0';
-}
-
-/* A plain non-negative integer (no sign, fraction, exponent or leading zero)
- * at p; returns the byte after it, or (size_t)-1 after reporting. */
-static size_t parse_uint(const line_ctx *c, size_t p, const char *name, int64_t max, int64_t *out)
-{
-    const char *s = c->line;
-    size_t start = p;
-    uint64_t v = 0;
-    while (p < c->len && s[p] >= '0' && s[p] <= '9' && p - start < 16)
-        v = v * 10 + (uint64_t)(s[p++] - '0');
-    bool plain = p > start && !(s[start] == '0' && p - start > 1) &&
-                 !(p < c->len && ((s[p] >= '0' && s[p] <= '9') || s[p] == '.' || s[p] == 'e' || s[p] == 'E'));
-    if (!plain || v > (uint64_t)max) {
-        char text[32];
-        value_text(c, start, text, sizeof text);
-        if (plain)
-            line_fail(c, start, "%s is %s, above the limit of %lld", name, text, (long long)max);
-        else
-            line_fail(c, start, "%s is %s, expected a non-negative integer", name, text);
-        return (size_t)-1;
-    }
-    *out = (int64_t)v;
-    return p;
-}
-
-/* A string without escapes into buf (empty and *plain false when it has
- * escapes or is too long: it then matches nothing). */
-static size_t parse_text(const line_ctx *c, size_t p, const char *name, char *buf, size_t cap, bool *plain)
-{
-    if (p >= c->len || c->line[p] != '"') {
-        char text[32];
-        value_text(c, p, text, sizeof text);
-        line_fail(c, p, "%s is %s, expected a string", name, text);
-        return (size_t)-1;
-    }
-    size_t start = p + 1, q = start;
-    while (q < c->len && c->line[q] != '"' && c->line[q] != '\\' && (unsigned char)c->line[q] >= 0x20)
-        q++;
-    if (q < c->len && c->line[q] == '"' && q - start < cap) {
-        memcpy(buf, c->line + start, q - start);
-        buf[q - start] = '\0';
-        *plain = true;
-        return q + 1;
-    }
-    tsim_json_fault f;
-    size_t n = tsim_json_check(c->line + p, c->len - p, &f);
-    if (n == (size_t)-1) {
-        line_fail(c, p, "malformed string");
-        return (size_t)-1;
-    }
-    buf[0] = '\0';
-    *plain = false;
-    return p + n;
-}
-
-/* "top_indices": rows of expert ids, counted into row (when not NULL). */
-static size_t parse_ids(const line_ctx *c, megatron *m, size_t p, int64_t *row, call *k)
-{
-    const char *s = c->line;
-    k->rows = 0;
-    k->row_len = -1;
-    k->max_id = -1;
-    if (p >= c->len || s[p] != '[') {
-        char text[32];
-        value_text(c, p, text, sizeof text);
-        line_fail(c, p, "\"top_indices\" is %s, expected an array of rows of expert ids", text);
-        return (size_t)-1;
-    }
-    p = skip_ws(c, p + 1);
-    if (p < c->len && s[p] == ']')
-        return p + 1;
-    const int64_t E = m->experts;
-    uint64_t h = 1;
-    for (;;) {
-        if (p >= c->len || s[p] != '[') {
-            char text[32];
-            value_text(c, p, text, sizeof text);
-            line_fail(c, p, "\"top_indices\" row %lld is %s, expected an array of expert ids", (long long)k->rows,
-                      text);
-            return (size_t)-1;
-        }
-        size_t row_at = p;
-        p = skip_ws(c, p + 1);
-        int64_t n = 0;
-        if (++m->row_stamp == 0) {
-            memset(m->seen, 0, sizeof *m->seen * (size_t)(TSIM_MAX_EXPERTS + 1));
-            m->row_stamp = 1;
-        }
-        if (p < c->len && s[p] == ']') {
-            p++;
-        } else {
-            for (;;) {
-                size_t at = p;
-                uint64_t v = 0;
-                while (p < c->len && s[p] >= '0' && s[p] <= '9' && p - at < 12)
-                    v = v * 10 + (uint64_t)(s[p++] - '0');
-                bool plain = p > at && !(s[at] == '0' && p - at > 1) &&
-                             !(p < c->len && ((s[p] >= '0' && s[p] <= '9') || s[p] == '.' || s[p] == 'e' ||
-                                              s[p] == 'E'));
-                if (!plain) {
-                    char text[32];
-                    value_text(c, at, text, sizeof text);
-                    line_fail(c, at, "\"top_indices\" row %lld: %s is not an expert id (a non-negative integer)",
-                              (long long)k->rows, text);
-                    return (size_t)-1;
-                }
-                if (v > (uint64_t)TSIM_MAX_EXPERTS) {
-                    line_fail(c, at, "\"top_indices\" row %lld: expert id %llu is above the limit of %d experts",
-                              (long long)k->rows, (unsigned long long)v, TSIM_MAX_EXPERTS);
-                    return (size_t)-1;
-                }
-                if ((int64_t)v > k->max_id)
-                    k->max_id = (int64_t)v;
-                if (m->seen[v] == m->row_stamp && k->dup_id < 0) {
-                    k->dup_id = (int64_t)v;
-                    k->dup_row = k->rows;
-                    k->dup_at = at;
-                }
-                m->seen[v] = m->row_stamp;
-                h = (h + v + 1) * UINT64_C(0x9E3779B97F4A7C15);
-                h ^= h >> 29;
-                if (E > 0 && v >= (uint64_t)E) {
-                    if (k->bad_id < 0) {
-                        k->bad_id = (int64_t)v;
-                        k->bad_row = k->rows;
-                        k->bad_at = at;
-                    }
-                } else if (row) {
-                    row[v]++;
-                }
-                n++;
-                p = skip_ws(c, p);
-                if (p < c->len && s[p] == ',') {
-                    p = skip_ws(c, p + 1);
-                    continue;
-                }
-                if (p < c->len && s[p] == ']') {
-                    p++;
-                    break;
-                }
-                line_fail(c, p, "\"top_indices\" row %lld: expected ',' or ']'", (long long)k->rows);
-                return (size_t)-1;
-            }
-        }
-        h = (h ^ UINT64_C(0xA5A5A5A5A5A5A5A5)) * UINT64_C(0xBF58476D1CE4E5B9); /* the row ends */
-        k->ids_hash = h;
-        if (k->row_len < 0)
-            k->row_len = n;
-        else if (n != k->row_len) {
-            line_fail(c, row_at, "\"top_indices\" row %lld has %lld ids, but row 0 has %lld (every token picks topk)",
-                      (long long)k->rows, (long long)n, (long long)k->row_len);
-            return (size_t)-1;
-        }
-        k->rows++;
-        p = skip_ws(c, p);
-        if (p < c->len && s[p] == ',') {
-            p = skip_ws(c, p + 1);
-            continue;
-        }
-        if (p < c->len && s[p] == ']')
-            return p + 1;
-        line_fail(c, p, "\"top_indices\": expected ',' or ']' after row %lld", (long long)k->rows - 1);
-        return (size_t)-1;
-    }
-}
-
-enum { K_STEP, K_STAGE, K_BLOCK, K_LAYER, K_RANK, K_NUM_TOKENS, K_TOPK, K_TOP_INDICES, K_MTP_IDX, K_N };
-static const char *const keys[K_N] = {"step", "stage", "block",       "layer",  "rank",
-                                      "num_tokens", "topk", "top_indices", "mtp_idx"};
-
-/* Parses one line. row (E zeros, or NULL) receives the counts. Returns 0 or
- * an error; k holds the call. */
-static int parse_call(const line_ctx *c, megatron *m, int64_t *row, call *k)
-{
-    memset(k, 0, sizeof *k);
-    k->block = BLOCK_DECODER;
-    k->bad_id = -1;
-    k->dup_id = -1;
-    const char *s = c->line;
-    bool seen[K_N] = {false};
-    size_t p = skip_ws(c, 0);
-    if (p >= c->len || s[p] != '{')
-        return line_fail(c, p, "expected a router call object");
-    p = skip_ws(c, p + 1);
-    if (p < c->len && s[p] == '}')
-        return line_fail(c, p, "empty object: a router call needs \"step\", \"layer\" and \"top_indices\"");
-    for (;;) {
-        if (p >= c->len || s[p] != '"')
-            return line_fail(c, p, "expected a key");
-        size_t key_at = p;
-        size_t q = p + 1;
-        while (q < c->len && s[q] != '"' && s[q] != '\\' && (unsigned char)s[q] >= 0x20)
-            q++;
-        int id = -1;
-        if (q < c->len && s[q] == '"') {
-            for (int i = 0; i < K_N; i++)
-                if (strlen(keys[i]) == q - p - 1 && memcmp(s + p + 1, keys[i], q - p - 1) == 0)
-                    id = i;
-            p = q + 1;
-        } else {
-            tsim_json_fault f;
-            size_t n = tsim_json_check(s + p, c->len - p, &f);
-            if (n == (size_t)-1)
-                return line_fail(c, p, "malformed key");
-            p += n;
-        }
-        if (id >= 0 && seen[id])
-            return line_fail(c, key_at, "key \"%s\" appears twice", keys[id]);
-        p = skip_ws(c, p);
-        if (p >= c->len || s[p] != ':')
-            return line_fail(c, p, "expected ':' after a key");
-        p = skip_ws(c, p + 1);
-        bool plain = true;
-        char text[32];
-        switch (id) {
-        case K_STEP:
-            p = parse_uint(c, p, "\"step\"", TSIM_MAX_INDEX, &k->step);
-            break;
-        case K_LAYER:
-            p = parse_uint(c, p, "\"layer\"", MAX_LAYER, &k->layer);
-            break;
-        case K_RANK:
-            p = parse_uint(c, p, "\"rank\"", TSIM_MAX_RANKS - 1, &k->rank);
-            k->has_rank = true;
-            break;
-        case K_NUM_TOKENS:
-            p = parse_uint(c, p, "\"num_tokens\"", TSIM_MAX_INDEX, &k->num_tokens);
-            k->has_num_tokens = true;
-            break;
-        case K_TOPK:
-            p = parse_uint(c, p, "\"topk\"", TSIM_MAX_EXPERTS, &k->topk);
-            k->has_topk = true;
-            break;
-        case K_MTP_IDX:
-            p = parse_uint(c, p, "\"mtp_idx\"", MAX_MTP_IDX, &k->mtp_idx);
-            k->has_mtp_idx = true;
-            break;
-        case K_STAGE:
-            p = parse_text(c, p, "\"stage\"", k->stage, sizeof k->stage, &plain);
-            if (p != (size_t)-1 && !plain)
-                snprintf(k->stage, sizeof k->stage, "?");
-            break;
-        case K_BLOCK: {
-            size_t at = p;
-            p = parse_text(c, p, "\"block\"", text, sizeof text, &plain);
-            if (p == (size_t)-1)
-                break;
-            if (plain && strcmp(text, "decoder") == 0)
-                k->block = BLOCK_DECODER;
-            else if (plain && strcmp(text, "mtp") == 0)
-                k->block = BLOCK_MTP;
-            else {
-                char shown[32];
-                value_text(c, at, shown, sizeof shown);
-                return line_fail(c, at, "\"block\" is %s, expected \"decoder\" or \"mtp\"", shown);
-            }
-            break;
-        }
-        case K_TOP_INDICES:
-            k->ids_at = p;
-            p = parse_ids(c, m, p, row, k);
-            k->ids_end = p;
-            break;
-        default: {
-            tsim_json_fault f;
-            size_t n = tsim_json_check(s + p, c->len - p, &f);
-            if (n == (size_t)-1)
-                return line_fail(c, p, "malformed value");
-            char name[64];
-            size_t kl = 0;
-            for (size_t i = key_at + 1; i < c->len && s[i] != '"' && kl + 1 < sizeof name; i++)
-                name[kl++] = s[i];
-            name[kl] = '\0';
-            char where[TSIM_ERROR_MSG_MAX];
-            snprintf(where, sizeof where, "%s:%ld", c->f->path, c->lineno);
-            if (tsim_reader_warn_key(c->r, where, "in a router call", name))
-                return tsim_error_set(c->err, TSIM_E_INTERNAL, "out of memory");
-            p += n;
-        }
-        }
-        if (p == (size_t)-1)
-            return TSIM_E_INPUT;
-        if (id >= 0)
-            seen[id] = true;
-        p = skip_ws(c, p);
-        if (p < c->len && s[p] == ',') {
-            p = skip_ws(c, p + 1);
-            continue;
-        }
-        if (p < c->len && s[p] == '}')
-            break;
-        return line_fail(c, p, "expected ',' or '}'");
-    }
-    if (skip_ws(c, p + 1) != c->len)
-        return line_fail(c, skip_ws(c, p + 1), "text after the router call object");
-    static const int required[] = {K_STEP, K_LAYER, K_TOP_INDICES};
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-        if (!seen[required[i]])
-            return line_fail(c, 0, "missing key \"%s\"", keys[required[i]]);
-    if (k->has_num_tokens && k->num_tokens != k->rows)
-        return line_fail(c, 0, "\"num_tokens\" is %lld, but \"top_indices\" has %lld rows", (long long)k->num_tokens,
-                         (long long)k->rows);
-    if (k->has_topk && k->rows > 0 && k->topk != k->row_len)
-        return line_fail(c, 0, "\"topk\" is %lld, but the rows of \"top_indices\" have %lld ids", (long long)k->topk,
-                         (long long)k->row_len);
-    if (k->block == BLOCK_MTP && k->has_mtp_idx)
-        k->layer += k->mtp_idx << 32;
-    return 0;
-}
+#include "trace_megatron_internal.h"
 
 static const char *block_name(int b)
 {
@@ -532,19 +50,21 @@ static int next_call(tsim_reader *r, megatron *m, int rank, int64_t *row, call *
         line_ctx c = {r, f, line, len, f->lines.line, err};
         *lineno = f->lines.line;
         /* Count into row only when the call is kept: parse into it, undo otherwise. */
-        if ((rc = parse_call(&c, m, row, k)))
+        if ((rc = tsim_megatron_parse_call(&c, m, row, k)))
             return rc;
         k->text = line;
         if (k->has_rank && k->rank != rank)
-            return line_fail(&c, 0, "\"rank\" is %lld, but the file is rank %d's", (long long)k->rank, rank);
+            return tsim_megatron_line_fail(&c, 0, "\"rank\" is %lld, but the file is rank %d's", (long long)k->rank,
+                                           rank);
         bool stage_ok = !k->stage[0] || strcmp(k->stage, "pre_dispatch") == 0;
         if (k->block == m->block && stage_ok) {
             if (k->bad_id >= 0)
-                return line_fail(&c, k->bad_at, "\"top_indices\" row %lld: expert id %lld is out of range 0..%lld%s",
-                                 (long long)k->bad_row, (long long)k->bad_id, (long long)m->experts - 1,
-                                 m->experts_given ? " (--experts)" : "");
+                return tsim_megatron_line_fail(&c, k->bad_at,
+                                               "\"top_indices\" row %lld: expert id %lld is out of range 0..%lld%s",
+                                               (long long)k->bad_row, (long long)k->bad_id, (long long)m->experts - 1,
+                                               m->experts_given ? " (--experts)" : "");
             if (k->dup_id >= 0)
-                return line_fail(&c, k->dup_at,
+                return tsim_megatron_line_fail(&c, k->dup_at,
                                  "\"top_indices\" row %lld: expert id %lld appears twice (a token picks topk distinct "
                                  "experts)",
                                  (long long)k->dup_row, (long long)k->dup_id);
@@ -556,7 +76,8 @@ static int next_call(tsim_reader *r, megatron *m, int rank, int64_t *row, call *
                 warned = warned || strcmp(m->warned_stage[i], k->stage) == 0;
             if (!warned && m->n_warned_stage < MAX_STAGE_WARNINGS) {
                 snprintf(m->warned_stage[m->n_warned_stage++], sizeof m->warned_stage[0], "%s", k->stage);
-                if (tsim_reader_warn(r, "%s:%ld: router calls of stage \"%s\" are skipped (only \"pre_dispatch\" is read)",
+                if (tsim_reader_warn(r,
+                                     "%s:%ld: router calls of stage \"%s\" are skipped (only \"pre_dispatch\" is read)",
                                      f->path, *lineno, k->stage))
                     return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
             }
@@ -702,7 +223,7 @@ static bool call_signature(tsim_reader *r, megatron *m, int rank, uint64_t *sig)
             continue;
         line_ctx c = {r, f, line, len, lines.line, &e};
         call k;
-        if (parse_call(&c, m, NULL, &k)) {
+        if (tsim_megatron_parse_call(&c, m, NULL, &k)) {
             rc = -1;
             break;
         }
@@ -829,7 +350,7 @@ static bool confirm_repeat(tsim_reader *r, megatron *m, const call *first, long 
             continue;
         line_ctx c = {r, f, line, len, lines.line, &e};
         call k;
-        if (parse_call(&c, m, NULL, &k) == 0)
+        if (tsim_megatron_parse_call(&c, m, NULL, &k) == 0)
             same = k.step == first->step && k.layer == first->layer &&
                    same_ids_text(line + k.ids_at, k.ids_end - k.ids_at, first->text + first->ids_at,
                                  first->ids_end - first->ids_at);
