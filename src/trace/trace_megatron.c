@@ -19,6 +19,8 @@
  * about 12x faster. */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +72,9 @@ static int next_call(tsim_reader *r, megatron *m, int rank, int64_t *row, call *
                                  (long long)k->dup_row, (long long)k->dup_id);
             return 1;
         }
-        if (!stage_ok) {
+        if (!stage_ok && m->quiet) {
+            m->dirty = true;
+        } else if (!stage_ok) {
             bool warned = false;
             for (int i = 0; i < m->n_warned_stage; i++)
                 warned = warned || strcmp(m->warned_stage[i], k->stage) == 0;
@@ -698,14 +702,117 @@ static int find_files(tsim_reader *r, megatron *m, tsim_error *err)
     return rc;
 }
 
+/* What the first pass learns from one rank file. */
+typedef struct {
+    int64_t max_id, max_layer, kept, other, topk;
+    bool dirty; /* an error or a warning: scanned again in order */
+} rank_scan;
+
+typedef struct {
+    tsim_reader *r;
+    const megatron *m;
+    rank_scan *out;
+    int first, step;
+} scan_job;
+
+/* A quiet scan of every step-th rank file from `first`, on its own thread
+ * with its own scratch: a file with anything to say (an error, a warning)
+ * is only marked dirty, and the caller scans it again in rank order, so
+ * messages and their order do not depend on the threads. */
+static void *scan_thread(void *arg)
+{
+    scan_job *j = arg;
+    megatron mt = *j->m;
+    mt.quiet = true;
+    mt.row_stamp = 0;
+    mt.seen = calloc((size_t)TSIM_MAX_EXPERTS + 1, sizeof *mt.seen);
+    for (int rank = j->first; rank < mt.ranks; rank += j->step) {
+        rank_scan *o = &j->out[rank];
+        *o = (rank_scan){-1, -1, 0, 0, 0, !mt.seen};
+        tsim_error err;
+        if (o->dirty || open_file(&mt, rank, &err)) {
+            o->dirty = true;
+            continue;
+        }
+        mt.dirty = false;
+        call k;
+        long lineno;
+        int rc;
+        while ((rc = next_call(j->r, &mt, rank, NULL, &k, &lineno, &o->other, &err)) == 1) {
+            o->kept++;
+            if (k.layer > o->max_layer)
+                o->max_layer = k.layer;
+            if (k.max_id > o->max_id)
+                o->max_id = k.max_id;
+            if (!o->topk && k.rows > 0)
+                o->topk = k.row_len;
+        }
+        o->dirty = rc != 0 || mt.dirty;
+        tsim_gzline_close(&mt.files[rank].lines);
+        mt.files[rank].open = false;
+    }
+    free(mt.seen);
+    return NULL;
+}
+
+/* The first pass over rank files: on up to 8 threads (one per online CPU)
+ * when there are several files; a file the threads could not read quietly
+ * comes back dirty. */
+static int scan_parallel(tsim_reader *r, megatron *m, rank_scan *out)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cpus > 8 ? 8 : cpus < 1 ? 1 : (int)cpus;
+    if (threads > m->ranks)
+        threads = m->ranks;
+    for (int rank = 0; rank < m->ranks; rank++)
+        out[rank].dirty = true;
+    if (threads < 2)
+        return 0;
+    pthread_t tid[8];
+    scan_job jobs[8];
+    int started = 0;
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (scan_job){r, m, out, t, threads};
+        if (pthread_create(&tid[t], NULL, scan_thread, &jobs[t]) != 0)
+            break;
+        started++;
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    /* ranks of threads that never started stay dirty: scanned in order */
+    if (started < threads)
+        for (int rank = 0; rank < m->ranks; rank++)
+            if (rank % threads >= started)
+                out[rank].dirty = true;
+    return 0;
+}
+
 /* The first pass: the largest expert id and the ids per token. */
 static int scan_experts(tsim_reader *r, megatron *m, tsim_error *err)
 {
     int64_t max_id = -1, kept = 0, other = 0;
+    rank_scan *quick = calloc((size_t)m->ranks, sizeof *quick);
+    if (!quick)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    scan_parallel(r, m, quick);
     for (int rank = 0; rank < m->ranks; rank++) {
+        if (!quick[rank].dirty) {
+            const rank_scan *o = &quick[rank];
+            kept += o->kept;
+            other += o->other;
+            if (o->max_layer > m->max_layer)
+                m->max_layer = o->max_layer;
+            if (o->max_id > max_id)
+                max_id = o->max_id;
+            if (!m->topk && o->topk)
+                m->topk = o->topk;
+            continue;
+        }
         int rc = open_file(m, rank, err);
-        if (rc)
+        if (rc) {
+            free(quick);
             return rc;
+        }
         call k;
         long lineno;
         while ((rc = next_call(r, m, rank, NULL, &k, &lineno, &other, err)) == 1) {
@@ -718,9 +825,12 @@ static int scan_experts(tsim_reader *r, megatron *m, tsim_error *err)
                 m->topk = k.row_len;
         }
         close_files(m);
-        if (rc)
+        if (rc) {
+            free(quick);
             return rc;
+        }
     }
+    free(quick);
     if (kept == 0)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: no router calls of block \"%s\"%s", r->path,
                               block_name(m->block),

@@ -80,6 +80,8 @@ typedef struct {
 
     char warned_stage[MAX_STAGE_WARNINGS][32];
     int n_warned_stage;
+    /* a first-pass thread's copy: warns nothing, marks dirty instead */
+    bool quiet, dirty;
 
     /* The files are read one unit at a time: without --megatron-parallel one
      * unit of every file, row j = rank j; with it, one unit per expert data

@@ -348,7 +348,9 @@ int tsim_megatron_parse_call(const line_ctx *c, megatron *m, int64_t *row, call 
             name[kl] = '\0';
             char where[TSIM_ERROR_MSG_MAX];
             snprintf(where, sizeof where, "%s:%ld", c->f->path, c->lineno);
-            if (tsim_reader_warn_key(c->r, where, "in a router call", name))
+            if (m->quiet)
+                m->dirty = true; /* the caller reads this file again, warning */
+            else if (tsim_reader_warn_key(c->r, where, "in a router call", name))
                 return tsim_error_set(c->err, TSIM_E_INTERNAL, "out of memory");
             p += n;
         }
