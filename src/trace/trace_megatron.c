@@ -249,9 +249,11 @@ static bool call_signature(tsim_reader *r, megatron *m, int rank, uint64_t *sig)
  * ambiguous and keep the plain hint. */
 static void disagree_hint(tsim_reader *r, megatron *m, char *buf, size_t cap)
 {
-    snprintf(buf, cap, " (pipeline or tensor parallelism? give --megatron-parallel tp=T,pp=P,ep=E)");
+    /* with a layout the files were placed as told: no hint */
+    buf[0] = '\0';
     if (m->layout)
         return;
+    snprintf(buf, cap, " (pipeline or tensor parallelism? give --megatron-parallel tp=T,pp=P,ep=E)");
     uint64_t *sig = calloc((size_t)m->ranks, sizeof *sig);
     if (!sig)
         return;
@@ -758,7 +760,7 @@ static void *scan_thread(void *arg)
 /* The first pass over rank files: on up to 8 threads (one per online CPU)
  * when there are several files; a file the threads could not read quietly
  * comes back dirty. */
-static int scan_parallel(tsim_reader *r, megatron *m, rank_scan *out)
+static void scan_parallel(tsim_reader *r, megatron *m, rank_scan *out)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     int threads = cpus > 8 ? 8 : cpus < 1 ? 1 : (int)cpus;
@@ -767,7 +769,7 @@ static int scan_parallel(tsim_reader *r, megatron *m, rank_scan *out)
     for (int rank = 0; rank < m->ranks; rank++)
         out[rank].dirty = true;
     if (threads < 2)
-        return 0;
+        return;
     pthread_t tid[8];
     scan_job jobs[8];
     int started = 0;
@@ -784,7 +786,6 @@ static int scan_parallel(tsim_reader *r, megatron *m, rank_scan *out)
         for (int rank = 0; rank < m->ranks; rank++)
             if (rank % threads >= started)
                 out[rank].dirty = true;
-    return 0;
 }
 
 /* The first pass: the largest expert id and the ids per token. */
