@@ -799,6 +799,50 @@ Test(import, megatron_bad_inputs)
                    "z: the router calls hold no expert ids, so the number of experts is unknown: give --experts N");
 }
 
+/* Activation recompute runs a microbatch's routers again in the backward
+ * pass, maybe after other microbatches' forwards (1F1B): any earlier call of
+ * the step and layer, id for id on every rank, is a repeat. */
+Test(import, megatron_recomputed_calls_and_same_tokens)
+{
+    /* step 0: forward mb 0, forward mb 1, recompute mb 0 (layer 0 again) */
+    megatron_error("ra", C(0, 0, "[[0, 1], [2, 3]]") C(0, 0, "[[1, 2]]") C(0, 0, "[[0, 1], [2, 3]]"),
+                   C(0, 0, "[[3, 1]]") C(0, 0, "[[0, 3]]") C(0, 0, "[[3, 1]]"), &none,
+                   "ra/router_trace_rank0.jsonl:3: step 0, layer 0 repeats the call at line 1 id for id, on all 2 "
+                   "rank files read with it: a recomputed router call (activation recompute runs the router again "
+                   "in the backward pass), which would count its tokens twice; not handled yet: record with "
+                   "recompute off for the MoE layers, or drop the repeated lines");
+    /* the same ids in another layer, another step, or on one rank only, and
+     * calls without tokens, are no repeat */
+    rank_file("rb", 0, C(0, 0, "[[0, 1]]") C(0, 1, "[[0, 1]]") C(0, 0, "[[0, 1]]") C(1, 0, "[[0, 1]]") C(1, 0, "[]")
+                           C(1, 0, "[]"));
+    rank_file("rb", 1, C(0, 0, "[[2, 3]]") C(0, 1, "[[2, 3]]") C(0, 0, "[[3, 2]]") C(1, 0, "[[2, 3]]") C(1, 0, "[]")
+                           C(1, 0, "[]"));
+    tsim_reader *r;
+    tsim_error err;
+    cr_assert_eq(tsim_reader_open(&r, "rb", NULL, &err), 0, "%s", err.msg);
+    const tsim_record *rec;
+    int n = 0;
+    int rc;
+    while ((rc = tsim_reader_next(r, &rec, &err)) == 1)
+        n++;
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    cr_assert_eq(n, 6);
+    tsim_reader_close(r);
+    /* every rank routes the same tokens in every call: tensor parallel ranks */
+    megatron_error("rc", C(0, 0, "[[0, 1]]") C(0, 0, "[[2, 3]]"), C(0, 0, "[[0, 1]]") C(0, 0, "[[2, 3]]"), &none,
+                   "rc: all 2 ranks route the same tokens in every call: looks like tensor parallelism tp=2 "
+                   "without sequence parallelism, which one EP group of 2 ranks would count 2 times; give "
+                   "--megatron-parallel tp=2,pp=P,ep=E,tokens=same");
+    /* one call that differs is enough to read them as EP ranks */
+    rank_file("rd", 0, C(0, 0, "[[0, 1]]") C(0, 0, "[[2, 3]]"));
+    rank_file("rd", 1, C(0, 0, "[[0, 1]]") C(0, 0, "[[2, 1]]"));
+    cr_assert_eq(tsim_reader_open(&r, "rd", NULL, &err), 0, "%s", err.msg);
+    while ((rc = tsim_reader_next(r, &rec, &err)) == 1)
+        ;
+    cr_assert_eq(rc, 0, "%s", err.msg);
+    tsim_reader_close(r);
+}
+
 /* Issue 20: rank01 beside rank0 was skipped silently (read as EP 1); a
  * token picking one expert twice was counted twice; topk 2 on rank 0 and 3
  * on rank 1 in the same call was accepted. */

@@ -19,7 +19,8 @@
  * about 12x faster. */
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,456 +28,7 @@
 
 #include "json_strict.h"
 #include "topology.h"
-#include "trace_internal.h"
-#include "trace_megatron_layout.h"
-
-#define PREFIX "router_trace_rank"
-/* An MTP call's layer is mtp_idx * 2^32 + layer (see docs/import.md), so
- * layers stay below 2^32 and depths below 2^16. */
-#define MAX_LAYER ((INT64_C(1) << 32) - 1)
-#define MAX_MTP_IDX 65535
-#define MAX_STAGE_WARNINGS 8
-
-enum { BLOCK_DECODER, BLOCK_MTP, BLOCK_OTHER };
-
-typedef struct {
-    char *path; /* DIR/router_trace_rankN.jsonl(.gz) */
-    bool gz;
-    tsim_gzline lines;
-    bool open;
-} rank_file;
-
-/* Calls of one layer in the current step (a hash set emptied per step). */
-typedef struct {
-    int64_t layer;
-    int64_t calls;
-    uint64_t gen;
-} layer_slot;
-
-typedef struct {
-    int ranks;
-    rank_file *files;
-    int64_t experts; /* 0 while unknown (the first pass) */
-    bool experts_given; /* by --experts */
-    int block;       /* BLOCK_DECODER or BLOCK_MTP */
-    int64_t topk;    /* ids per token, 0 while unknown */
-    int64_t total_size;
-
-    /* microbatch numbering */
-    bool have_step;
-    int64_t step, mb_base, step_calls;
-    layer_slot *slots; /* open addressing; slots of older generations are empty */
-    size_t cap, used;
-    uint64_t gen;
-    int64_t kept; /* calls kept so far (rank 0) */
-
-    /* a token's ids are distinct: seen[id] == row_stamp for the ids of the
-     * row being parsed (no clearing per row) */
-    uint32_t *seen;
-    uint32_t row_stamp;
-    /* ids per token: the first call that had tokens, and where */
-    int64_t topk_seen; /* -1 while unknown */
-    int topk_rank;
-    long topk_line;
-
-    char warned_stage[MAX_STAGE_WARNINGS][32];
-    int n_warned_stage;
-
-    /* The files are read one unit at a time: without --megatron-parallel one
-     * unit of every file, row j = rank j; with it, one unit per expert data
-     * parallel group and pipeline stage, row j = EP rank j, the sum of its
-     * per_row expert-TP ranks' files. */
-    int rows, per_row;
-    int *unit_files; /* [rows * per_row] file indices of the current unit */
-    int unit, units;
-    bool layout;
-    tsim_megatron_layout lay;
-    tsim_megatron_place *places; /* [ranks] */
-    int groups, first_group;
-    int64_t layers_per_stage; /* local layer ids are below it */
-    int64_t layer_offset;     /* of the current unit's stage */
-    int64_t max_layer;        /* the largest local decoder layer id (first pass) */
-    int64_t *add;             /* [E] one summed file's counts */
-    char tag[TSIM_TAG_MAX];
-} megatron;
-
-/* One parsed call. */
-typedef struct {
-    int64_t step, layer, rank, num_tokens, topk, mtp_idx;
-    bool has_rank, has_num_tokens, has_topk, has_mtp_idx;
-    int block;
-    char stage[32]; /* "" when absent; "?" when not plain text */
-    int64_t rows, row_len, max_id;
-    /* the first id out of range 0..E-1 (checked only when the call is kept:
-     * the other block may well have more experts) */
-    int64_t bad_id, bad_row;
-    size_t bad_at;
-    /* the first id a token picks twice (-1: none), reported like bad_id */
-    int64_t dup_id, dup_row;
-    size_t dup_at;
-} call;
-
-typedef struct {
-    tsim_reader *r;
-    const rank_file *f;
-    const char *line;
-    size_t len;
-    long lineno;
-    tsim_error *err;
-} line_ctx;
-
-/* A problem at byte `at` of the line. If the line is not even valid JSON,
- * the JSON problem is what gets reported. */
-static int line_fail(const line_ctx *c, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int line_fail(const line_ctx *c, size_t at, const char *fmt, ...)
-{
-    tsim_json_fault f;
-    if (tsim_json_check_all(c->line, c->len, &f) == (size_t)-1) {
-        if (f.what[0])
-            return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: malformed JSON: %s", c->f->path, c->lineno,
-                                  f.at + 1, f.what);
-        if (f.at >= c->len)
-            return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: malformed JSON: the line ends early", c->f->path,
-                                  c->lineno, f.at + 1);
-        char near[28];
-        size_t n = 0;
-        for (size_t i = f.at; i < c->len && n < 24; i++)
-            near[n++] = (unsigned char)c->line[i] < 0x20 ? '?' : c->line[i];
-        near[n] = '\0';
-        return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: malformed JSON near \"%s\"", c->f->path, c->lineno,
-                              f.at + 1, near);
-    }
-    char msg[TSIM_ERROR_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return tsim_error_set(c->err, TSIM_E_INPUT, "%s:%ld:%zu: %s", c->f->path, c->lineno, at + 1, msg);
-}
-
-static size_t skip_ws(const line_ctx *c, size_t p)
-{
-    return tsim_json_skip_ws(c->line, c->len, p);
-}
-
-/* The JSON value at p as written (for messages), at most 24 bytes. */
-static void value_text(const line_ctx *c, size_t p, char *buf, size_t cap)
-{
-    tsim_json_fault f;
-    size_t n = tsim_json_check(c->line + p, c->len - p, &f);
-    if (n == (size_t)-1)
-        n = 1;
-    size_t k = 0;
-    for (; k < n && k + 4 < cap && k < 24; k++)
-        buf[k] = (unsigned char)c->line[p + k] < 0x20 ? '?' : c->line[p + k];
-    if (k < n)
-        memcpy(buf + k, "...", 4);
-    else
-        buf[k] = '\0';
-}
-
-/* A plain non-negative integer (no sign, fraction, exponent or leading zero)
- * at p; returns the byte after it, or (size_t)-1 after reporting. */
-static size_t parse_uint(const line_ctx *c, size_t p, const char *name, int64_t max, int64_t *out)
-{
-    const char *s = c->line;
-    size_t start = p;
-    uint64_t v = 0;
-    while (p < c->len && s[p] >= '0' && s[p] <= '9' && p - start < 16)
-        v = v * 10 + (uint64_t)(s[p++] - '0');
-    bool plain = p > start && !(s[start] == '0' && p - start > 1) &&
-                 !(p < c->len && ((s[p] >= '0' && s[p] <= '9') || s[p] == '.' || s[p] == 'e' || s[p] == 'E'));
-    if (!plain || v > (uint64_t)max) {
-        char text[32];
-        value_text(c, start, text, sizeof text);
-        if (plain)
-            line_fail(c, start, "%s is %s, above the limit of %lld", name, text, (long long)max);
-        else
-            line_fail(c, start, "%s is %s, expected a non-negative integer", name, text);
-        return (size_t)-1;
-    }
-    *out = (int64_t)v;
-    return p;
-}
-
-/* A string without escapes into buf (empty and *plain false when it has
- * escapes or is too long: it then matches nothing). */
-static size_t parse_text(const line_ctx *c, size_t p, const char *name, char *buf, size_t cap, bool *plain)
-{
-    if (p >= c->len || c->line[p] != '"') {
-        char text[32];
-        value_text(c, p, text, sizeof text);
-        line_fail(c, p, "%s is %s, expected a string", name, text);
-        return (size_t)-1;
-    }
-    size_t start = p + 1, q = start;
-    while (q < c->len && c->line[q] != '"' && c->line[q] != '\\' && (unsigned char)c->line[q] >= 0x20)
-        q++;
-    if (q < c->len && c->line[q] == '"' && q - start < cap) {
-        memcpy(buf, c->line + start, q - start);
-        buf[q - start] = '\0';
-        *plain = true;
-        return q + 1;
-    }
-    tsim_json_fault f;
-    size_t n = tsim_json_check(c->line + p, c->len - p, &f);
-    if (n == (size_t)-1) {
-        line_fail(c, p, "malformed string");
-        return (size_t)-1;
-    }
-    buf[0] = '\0';
-    *plain = false;
-    return p + n;
-}
-
-/* "top_indices": rows of expert ids, counted into row (when not NULL). */
-static size_t parse_ids(const line_ctx *c, megatron *m, size_t p, int64_t *row, call *k)
-{
-    const char *s = c->line;
-    k->rows = 0;
-    k->row_len = -1;
-    k->max_id = -1;
-    if (p >= c->len || s[p] != '[') {
-        char text[32];
-        value_text(c, p, text, sizeof text);
-        line_fail(c, p, "\"top_indices\" is %s, expected an array of rows of expert ids", text);
-        return (size_t)-1;
-    }
-    p = skip_ws(c, p + 1);
-    if (p < c->len && s[p] == ']')
-        return p + 1;
-    const int64_t E = m->experts;
-    for (;;) {
-        if (p >= c->len || s[p] != '[') {
-            char text[32];
-            value_text(c, p, text, sizeof text);
-            line_fail(c, p, "\"top_indices\" row %lld is %s, expected an array of expert ids", (long long)k->rows,
-                      text);
-            return (size_t)-1;
-        }
-        size_t row_at = p;
-        p = skip_ws(c, p + 1);
-        int64_t n = 0;
-        if (++m->row_stamp == 0) {
-            memset(m->seen, 0, sizeof *m->seen * (size_t)(TSIM_MAX_EXPERTS + 1));
-            m->row_stamp = 1;
-        }
-        if (p < c->len && s[p] == ']') {
-            p++;
-        } else {
-            for (;;) {
-                size_t at = p;
-                uint64_t v = 0;
-                while (p < c->len && s[p] >= '0' && s[p] <= '9' && p - at < 12)
-                    v = v * 10 + (uint64_t)(s[p++] - '0');
-                bool plain = p > at && !(s[at] == '0' && p - at > 1) &&
-                             !(p < c->len && ((s[p] >= '0' && s[p] <= '9') || s[p] == '.' || s[p] == 'e' ||
-                                              s[p] == 'E'));
-                if (!plain) {
-                    char text[32];
-                    value_text(c, at, text, sizeof text);
-                    line_fail(c, at, "\"top_indices\" row %lld: %s is not an expert id (a non-negative integer)",
-                              (long long)k->rows, text);
-                    return (size_t)-1;
-                }
-                if (v > (uint64_t)TSIM_MAX_EXPERTS) {
-                    line_fail(c, at, "\"top_indices\" row %lld: expert id %llu is above the limit of %d experts",
-                              (long long)k->rows, (unsigned long long)v, TSIM_MAX_EXPERTS);
-                    return (size_t)-1;
-                }
-                if ((int64_t)v > k->max_id)
-                    k->max_id = (int64_t)v;
-                if (m->seen[v] == m->row_stamp && k->dup_id < 0) {
-                    k->dup_id = (int64_t)v;
-                    k->dup_row = k->rows;
-                    k->dup_at = at;
-                }
-                m->seen[v] = m->row_stamp;
-                if (E > 0 && v >= (uint64_t)E) {
-                    if (k->bad_id < 0) {
-                        k->bad_id = (int64_t)v;
-                        k->bad_row = k->rows;
-                        k->bad_at = at;
-                    }
-                } else if (row) {
-                    row[v]++;
-                }
-                n++;
-                p = skip_ws(c, p);
-                if (p < c->len && s[p] == ',') {
-                    p = skip_ws(c, p + 1);
-                    continue;
-                }
-                if (p < c->len && s[p] == ']') {
-                    p++;
-                    break;
-                }
-                line_fail(c, p, "\"top_indices\" row %lld: expected ',' or ']'", (long long)k->rows);
-                return (size_t)-1;
-            }
-        }
-        if (k->row_len < 0)
-            k->row_len = n;
-        else if (n != k->row_len) {
-            line_fail(c, row_at, "\"top_indices\" row %lld has %lld ids, but row 0 has %lld (every token picks topk)",
-                      (long long)k->rows, (long long)n, (long long)k->row_len);
-            return (size_t)-1;
-        }
-        k->rows++;
-        p = skip_ws(c, p);
-        if (p < c->len && s[p] == ',') {
-            p = skip_ws(c, p + 1);
-            continue;
-        }
-        if (p < c->len && s[p] == ']')
-            return p + 1;
-        line_fail(c, p, "\"top_indices\": expected ',' or ']' after row %lld", (long long)k->rows - 1);
-        return (size_t)-1;
-    }
-}
-
-enum { K_STEP, K_STAGE, K_BLOCK, K_LAYER, K_RANK, K_NUM_TOKENS, K_TOPK, K_TOP_INDICES, K_MTP_IDX, K_N };
-static const char *const keys[K_N] = {"step", "stage", "block",       "layer",  "rank",
-                                      "num_tokens", "topk", "top_indices", "mtp_idx"};
-
-/* Parses one line. row (E zeros, or NULL) receives the counts. Returns 0 or
- * an error; k holds the call. */
-static int parse_call(const line_ctx *c, megatron *m, int64_t *row, call *k)
-{
-    memset(k, 0, sizeof *k);
-    k->block = BLOCK_DECODER;
-    k->bad_id = -1;
-    k->dup_id = -1;
-    const char *s = c->line;
-    bool seen[K_N] = {false};
-    size_t p = skip_ws(c, 0);
-    if (p >= c->len || s[p] != '{')
-        return line_fail(c, p, "expected a router call object");
-    p = skip_ws(c, p + 1);
-    if (p < c->len && s[p] == '}')
-        return line_fail(c, p, "empty object: a router call needs \"step\", \"layer\" and \"top_indices\"");
-    for (;;) {
-        if (p >= c->len || s[p] != '"')
-            return line_fail(c, p, "expected a key");
-        size_t key_at = p;
-        size_t q = p + 1;
-        while (q < c->len && s[q] != '"' && s[q] != '\\' && (unsigned char)s[q] >= 0x20)
-            q++;
-        int id = -1;
-        if (q < c->len && s[q] == '"') {
-            for (int i = 0; i < K_N; i++)
-                if (strlen(keys[i]) == q - p - 1 && memcmp(s + p + 1, keys[i], q - p - 1) == 0)
-                    id = i;
-            p = q + 1;
-        } else {
-            tsim_json_fault f;
-            size_t n = tsim_json_check(s + p, c->len - p, &f);
-            if (n == (size_t)-1)
-                return line_fail(c, p, "malformed key");
-            p += n;
-        }
-        if (id >= 0 && seen[id])
-            return line_fail(c, key_at, "key \"%s\" appears twice", keys[id]);
-        p = skip_ws(c, p);
-        if (p >= c->len || s[p] != ':')
-            return line_fail(c, p, "expected ':' after a key");
-        p = skip_ws(c, p + 1);
-        bool plain = true;
-        char text[32];
-        switch (id) {
-        case K_STEP:
-            p = parse_uint(c, p, "\"step\"", TSIM_MAX_INDEX, &k->step);
-            break;
-        case K_LAYER:
-            p = parse_uint(c, p, "\"layer\"", MAX_LAYER, &k->layer);
-            break;
-        case K_RANK:
-            p = parse_uint(c, p, "\"rank\"", TSIM_MAX_RANKS - 1, &k->rank);
-            k->has_rank = true;
-            break;
-        case K_NUM_TOKENS:
-            p = parse_uint(c, p, "\"num_tokens\"", TSIM_MAX_INDEX, &k->num_tokens);
-            k->has_num_tokens = true;
-            break;
-        case K_TOPK:
-            p = parse_uint(c, p, "\"topk\"", TSIM_MAX_EXPERTS, &k->topk);
-            k->has_topk = true;
-            break;
-        case K_MTP_IDX:
-            p = parse_uint(c, p, "\"mtp_idx\"", MAX_MTP_IDX, &k->mtp_idx);
-            k->has_mtp_idx = true;
-            break;
-        case K_STAGE:
-            p = parse_text(c, p, "\"stage\"", k->stage, sizeof k->stage, &plain);
-            if (p != (size_t)-1 && !plain)
-                snprintf(k->stage, sizeof k->stage, "?");
-            break;
-        case K_BLOCK: {
-            size_t at = p;
-            p = parse_text(c, p, "\"block\"", text, sizeof text, &plain);
-            if (p == (size_t)-1)
-                break;
-            if (plain && strcmp(text, "decoder") == 0)
-                k->block = BLOCK_DECODER;
-            else if (plain && strcmp(text, "mtp") == 0)
-                k->block = BLOCK_MTP;
-            else {
-                char shown[32];
-                value_text(c, at, shown, sizeof shown);
-                return line_fail(c, at, "\"block\" is %s, expected \"decoder\" or \"mtp\"", shown);
-            }
-            break;
-        }
-        case K_TOP_INDICES:
-            p = parse_ids(c, m, p, row, k);
-            break;
-        default: {
-            tsim_json_fault f;
-            size_t n = tsim_json_check(s + p, c->len - p, &f);
-            if (n == (size_t)-1)
-                return line_fail(c, p, "malformed value");
-            char name[64];
-            size_t kl = 0;
-            for (size_t i = key_at + 1; i < c->len && s[i] != '"' && kl + 1 < sizeof name; i++)
-                name[kl++] = s[i];
-            name[kl] = '\0';
-            char where[TSIM_ERROR_MSG_MAX];
-            snprintf(where, sizeof where, "%s:%ld", c->f->path, c->lineno);
-            if (tsim_reader_warn_key(c->r, where, "in a router call", name))
-                return tsim_error_set(c->err, TSIM_E_INTERNAL, "out of memory");
-            p += n;
-        }
-        }
-        if (p == (size_t)-1)
-            return TSIM_E_INPUT;
-        if (id >= 0)
-            seen[id] = true;
-        p = skip_ws(c, p);
-        if (p < c->len && s[p] == ',') {
-            p = skip_ws(c, p + 1);
-            continue;
-        }
-        if (p < c->len && s[p] == '}')
-            break;
-        return line_fail(c, p, "expected ',' or '}'");
-    }
-    if (skip_ws(c, p + 1) != c->len)
-        return line_fail(c, skip_ws(c, p + 1), "text after the router call object");
-    static const int required[] = {K_STEP, K_LAYER, K_TOP_INDICES};
-    for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
-        if (!seen[required[i]])
-            return line_fail(c, 0, "missing key \"%s\"", keys[required[i]]);
-    if (k->has_num_tokens && k->num_tokens != k->rows)
-        return line_fail(c, 0, "\"num_tokens\" is %lld, but \"top_indices\" has %lld rows", (long long)k->num_tokens,
-                         (long long)k->rows);
-    if (k->has_topk && k->rows > 0 && k->topk != k->row_len)
-        return line_fail(c, 0, "\"topk\" is %lld, but the rows of \"top_indices\" have %lld ids", (long long)k->topk,
-                         (long long)k->row_len);
-    if (k->block == BLOCK_MTP && k->has_mtp_idx)
-        k->layer += k->mtp_idx << 32;
-    return 0;
-}
+#include "trace_megatron_internal.h"
 
 static const char *block_name(int b)
 {
@@ -500,30 +52,36 @@ static int next_call(tsim_reader *r, megatron *m, int rank, int64_t *row, call *
         line_ctx c = {r, f, line, len, f->lines.line, err};
         *lineno = f->lines.line;
         /* Count into row only when the call is kept: parse into it, undo otherwise. */
-        if ((rc = parse_call(&c, m, row, k)))
+        if ((rc = tsim_megatron_parse_call(&c, m, row, k)))
             return rc;
+        k->text = line;
         if (k->has_rank && k->rank != rank)
-            return line_fail(&c, 0, "\"rank\" is %lld, but the file is rank %d's", (long long)k->rank, rank);
+            return tsim_megatron_line_fail(&c, 0, "\"rank\" is %lld, but the file is rank %d's", (long long)k->rank,
+                                           rank);
         bool stage_ok = !k->stage[0] || strcmp(k->stage, "pre_dispatch") == 0;
         if (k->block == m->block && stage_ok) {
             if (k->bad_id >= 0)
-                return line_fail(&c, k->bad_at, "\"top_indices\" row %lld: expert id %lld is out of range 0..%lld%s",
-                                 (long long)k->bad_row, (long long)k->bad_id, (long long)m->experts - 1,
-                                 m->experts_given ? " (--experts)" : "");
+                return tsim_megatron_line_fail(&c, k->bad_at,
+                                               "\"top_indices\" row %lld: expert id %lld is out of range 0..%lld%s",
+                                               (long long)k->bad_row, (long long)k->bad_id, (long long)m->experts - 1,
+                                               m->experts_given ? " (--experts)" : "");
             if (k->dup_id >= 0)
-                return line_fail(&c, k->dup_at,
+                return tsim_megatron_line_fail(&c, k->dup_at,
                                  "\"top_indices\" row %lld: expert id %lld appears twice (a token picks topk distinct "
                                  "experts)",
                                  (long long)k->dup_row, (long long)k->dup_id);
             return 1;
         }
-        if (!stage_ok) {
+        if (!stage_ok && m->quiet) {
+            m->dirty = true;
+        } else if (!stage_ok) {
             bool warned = false;
             for (int i = 0; i < m->n_warned_stage; i++)
                 warned = warned || strcmp(m->warned_stage[i], k->stage) == 0;
             if (!warned && m->n_warned_stage < MAX_STAGE_WARNINGS) {
                 snprintf(m->warned_stage[m->n_warned_stage++], sizeof m->warned_stage[0], "%s", k->stage);
-                if (tsim_reader_warn(r, "%s:%ld: router calls of stage \"%s\" are skipped (only \"pre_dispatch\" is read)",
+                if (tsim_reader_warn(r,
+                                     "%s:%ld: router calls of stage \"%s\" are skipped (only \"pre_dispatch\" is read)",
                                      f->path, *lineno, k->stage))
                     return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
             }
@@ -585,6 +143,142 @@ static int64_t *layer_calls(megatron *m, int64_t layer)
     return &m->slots[j].calls;
 }
 
+/* Remembers this step's call of `layer` with hash h first seen at `line`.
+ * Returns 1 with *earlier set when the step already had it, 0 when it is
+ * new, -1 out of memory. */
+static int remember_call(megatron *m, int64_t layer, uint64_t h, long line, long *earlier)
+{
+    const uint64_t key = h ^ ((uint64_t)layer * UINT64_C(0xC2B2AE3D27D4EB4F));
+    if ((m->calls_used + 1) * 2 > m->calls_cap) {
+        size_t cap = m->calls_cap ? m->calls_cap * 2 : 256;
+        call_slot *fresh = calloc(cap, sizeof *fresh);
+        if (!fresh)
+            return -1;
+        for (size_t i = 0; i < m->calls_cap; i++) {
+            const call_slot *o = &m->calls_seen[i];
+            if (o->gen != m->gen)
+                continue;
+            size_t j = (size_t)((o->hash ^ ((uint64_t)o->layer * UINT64_C(0xC2B2AE3D27D4EB4F))) >> 17) & (cap - 1);
+            while (fresh[j].gen == m->gen)
+                j = (j + 1) & (cap - 1);
+            fresh[j] = *o;
+        }
+        free(m->calls_seen);
+        m->calls_seen = fresh;
+        m->calls_cap = cap;
+    }
+    size_t j = (size_t)(key >> 17) & (m->calls_cap - 1);
+    while (m->calls_seen[j].gen == m->gen) {
+        if (m->calls_seen[j].layer == layer && m->calls_seen[j].hash == h) {
+            *earlier = m->calls_seen[j].line;
+            return 1;
+        }
+        j = (j + 1) & (m->calls_cap - 1);
+    }
+    m->calls_seen[j] = (call_slot){layer, h, line, m->gen};
+    m->calls_used++;
+    return 0;
+}
+
+/* Without a layout, at the end: adjacent ranks in groups of t that routed the
+ * same tokens in every call are tensor parallel ranks without sequence
+ * parallelism, which one EP group of all files would count t times. */
+static int check_same_tokens(tsim_reader *r, megatron *m, tsim_error *err)
+{
+    if (m->layout || m->ranks < 2 || !m->any_tokens)
+        return TSIM_OK;
+    for (int t = 2; t <= m->ranks; t++) {
+        if (m->ranks % t != 0)
+            continue;
+        bool fits = true;
+        for (int j = 1; j < m->ranks && fits; j++)
+            fits = m->same_prev[j] == (j % t != 0);
+        if (!fits)
+            continue;
+        char groups[64];
+        if (t == m->ranks)
+            snprintf(groups, sizeof groups, "all %d ranks", t);
+        else
+            snprintf(groups, sizeof groups, "ranks 0..%d (and each next %d ranks)", t - 1, t);
+        return tsim_error_set(err, TSIM_E_INPUT,
+                              "%s: %s route the same tokens in every call: looks like tensor parallelism tp=%d "
+                              "without sequence parallelism, which one EP group of %d ranks would count %d times; "
+                              "give --megatron-parallel tp=%d,pp=P,ep=E,tokens=same",
+                              r->path, groups, t, m->ranks, t, t);
+    }
+    return TSIM_OK;
+}
+
+/* A rank file's calls of the chosen block as one hash of their (step,
+ * layer) sequence; false when the file cannot be read to the end. */
+static bool call_signature(tsim_reader *r, megatron *m, int rank, uint64_t *sig)
+{
+    tsim_gzline lines;
+    tsim_error e;
+    const rank_file *f = &m->files[rank];
+    if (tsim_gzline_open(&lines, f->path, f->gz, tsim_trace_max_line(), &e))
+        return false;
+    uint64_t h = 7;
+    int rc;
+    char *line;
+    size_t len;
+    while ((rc = tsim_gzline_next(&lines, &line, &len, &e)) == 1) {
+        if (tsim_line_blank(line))
+            continue;
+        line_ctx c = {r, f, line, len, lines.line, &e};
+        call k;
+        if (tsim_megatron_parse_call(&c, m, NULL, &k)) {
+            rc = -1;
+            break;
+        }
+        if (k.block != m->block || (k.stage[0] && strcmp(k.stage, "pre_dispatch") != 0))
+            continue;
+        h = (h ^ (uint64_t)k.step) * UINT64_C(0x9E3779B97F4A7C15);
+        h = (h ^ (uint64_t)k.layer) * UINT64_C(0xBF58476D1CE4E5B9);
+        h ^= h >> 31;
+    }
+    tsim_gzline_close(&lines);
+    *sig = h;
+    return rc == 0;
+}
+
+/* Without a layout, when ranks disagree on their calls: the hint. Ranks
+ * that form p > 1 contiguous equal blocks, each agreeing within itself, are
+ * pipeline stages (each numbers its layers from 0; stages whose layers have
+ * routers differently record other calls). Blocks of one rank are
+ * ambiguous and keep the plain hint. */
+static void disagree_hint(tsim_reader *r, megatron *m, char *buf, size_t cap)
+{
+    /* with a layout the files were placed as told: no hint */
+    buf[0] = '\0';
+    if (m->layout)
+        return;
+    snprintf(buf, cap, " (pipeline or tensor parallelism? give --megatron-parallel tp=T,pp=P,ep=E)");
+    uint64_t *sig = calloc((size_t)m->ranks, sizeof *sig);
+    if (!sig)
+        return;
+    int runs = 1;
+    bool ok = true;
+    for (int g = 0; g < m->ranks && ok; g++) {
+        ok = call_signature(r, m, g, &sig[g]);
+        if (ok && g > 0 && sig[g] != sig[g - 1])
+            runs++;
+    }
+    /* blocks of one rank are no evidence: every rank could just differ */
+    if (ok && runs > 1 && m->ranks % runs == 0 && m->ranks / runs > 1) {
+        const int size = m->ranks / runs;
+        for (int g = 1; g < m->ranks && ok; g++)
+            ok = (sig[g] != sig[g - 1]) == (g % size == 0);
+        if (ok)
+            snprintf(buf, cap,
+                     " (ranks 0..%d, %d..%d%s each agree among themselves: looks like pipeline parallelism with "
+                     "pp=%d, each stage numbering its layers from 0; give --megatron-parallel tp=T,pp=%d,ep=E and "
+                     "--num-layers N)",
+                     size - 1, size, 2 * size - 1, runs > 2 ? ", ..." : "", runs, runs);
+    }
+    free(sig);
+}
+
 /* Every token picks the same number of experts: on every rank of a call
  * (first_picks: rank 0's), and in every call. picks < 0: the call has no
  * tokens and no "topk", so it says nothing. */
@@ -627,13 +321,90 @@ static int unit_call(tsim_reader *r, megatron *m, int i, int64_t *row, call *c, 
     return rc;
 }
 
+/* Two "top_indices" texts hold the same ids in the same order: equal once
+ * white space is skipped (both parsed already: plain integers only). */
+static bool same_ids_text(const char *a, size_t an, const char *b, size_t bn)
+{
+    size_t i = 0, j = 0;
+    for (;;) {
+        while (i < an && (a[i] == ' ' || a[i] == '\t' || a[i] == '\r' || a[i] == '\n'))
+            i++;
+        while (j < bn && (b[j] == ' ' || b[j] == '\t' || b[j] == '\r' || b[j] == '\n'))
+            j++;
+        if (i == an || j == bn)
+            return i == an && j == bn;
+        if (a[i++] != b[j++])
+            return false;
+    }
+}
+
+/* The hashes say `first` repeats line `earlier` of the unit's first file:
+ * confirms it on that file's full line, read again (rare: only a repeat
+ * found by hash comes here). */
+static bool confirm_repeat(tsim_reader *r, megatron *m, const call *first, long earlier)
+{
+    const rank_file *f = &m->files[m->unit_files[0]];
+    tsim_gzline lines;
+    tsim_error e;
+    if (tsim_gzline_open(&lines, f->path, f->gz, tsim_trace_max_line(), &e))
+        return true; /* it was readable a moment ago: trust the hashes */
+    char *line;
+    size_t len;
+    bool same = true;
+    while (tsim_gzline_next(&lines, &line, &len, &e) == 1) {
+        if (lines.line < earlier)
+            continue;
+        line_ctx c = {r, f, line, len, lines.line, &e};
+        call k;
+        if (tsim_megatron_parse_call(&c, m, NULL, &k) == 0)
+            same = k.step == first->step && k.layer == first->layer &&
+                   same_ids_text(line + k.ids_at, k.ids_end - k.ids_at, first->text + first->ids_at,
+                                 first->ids_end - first->ids_at);
+        break;
+    }
+    tsim_gzline_close(&lines);
+    return same;
+}
+
+/* A call with tokens that repeats an earlier call of its step and layer on
+ * every file, id for id: activation recompute running the router again in
+ * the backward pass (Megatron-Core's forward hook fires again, with the same
+ * step). Read as one more microbatch it would count the tokens twice. Also
+ * notes, without a layout, which adjacent files route the same tokens. */
+static int check_recomputed(tsim_reader *r, megatron *m, const call *first, long first_line, tsim_error *err)
+{
+    const int slots = m->rows * m->per_row;
+    uint64_t h = 0;
+    for (int i = 0; i < slots; i++) {
+        h = (h ^ m->hashes[i]) * UINT64_C(0x9E3779B97F4A7C15);
+        h ^= h >> 31;
+        if (!m->layout && i > 0 && m->hashes[i] != m->hashes[i - 1])
+            m->same_prev[i] = false;
+    }
+    m->any_tokens = true;
+    long earlier = 0;
+    int found = remember_call(m, first->layer, h, first_line, &earlier);
+    if (found < 0)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    if (found == 0 || !confirm_repeat(r, m, first, earlier))
+        return TSIM_OK;
+    return tsim_error_set(err, TSIM_E_INPUT,
+                          "%s:%ld: step %lld, layer %lld repeats the call at line %ld id for id, on all %d rank files "
+                          "read with it: a recomputed router call (activation recompute runs the router again in the "
+                          "backward pass), which would count its tokens twice; not handled yet: record with "
+                          "recompute off for the MoE layers, or drop the repeated lines",
+                          m->files[m->unit_files[0]].path, first_line, (long long)first->step,
+                          (long long)first->layer, earlier, slots);
+}
+
 /* The next record of the current unit: 1, or 0 at its end. */
 static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_error *err)
 {
     const size_t E = (size_t)m->experts;
     const int slots = m->rows * m->per_row;
     const char *p0 = m->files[m->unit_files[0]].path;
-    const char *hint = m->layout ? "" : " (pipeline or tensor parallelism? give --megatron-parallel tp=T,pp=P,ep=E)";
+    char hint[320] = "";
+    int64_t tokens = 0;
     call first, k;
     long first_line = 0;
     int64_t first_picks = -1;
@@ -657,15 +428,18 @@ static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_err
                     rc = next_call(r, m, m->unit_files[o], NULL, &k, &ol, NULL, err);
                     if (rc < 0 || rc > 1)
                         return rc;
-                    if (rc == 1)
+                    if (rc == 1) {
+                        disagree_hint(r, m, hint, sizeof hint);
                         return tsim_error_set(err, TSIM_E_INPUT,
                                               "%s:%ld: a call of step %lld, layer %lld that %s does not have (it ends "
                                               "after %lld calls): every rank must record the same calls%s",
                                               m->files[m->unit_files[o]].path, ol, (long long)k.step,
                                               (long long)k.layer, p0, (long long)m->kept, hint);
+                    }
                 }
-                return 0;
+                return check_same_tokens(r, m, err);
             }
+            disagree_hint(r, m, hint, sizeof hint);
             return tsim_error_set(err, TSIM_E_INPUT,
                                   "%s: ends after %lld calls, but %s:%ld has another (step %lld, layer %lld): every "
                                   "rank must record the same calls%s",
@@ -675,6 +449,7 @@ static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_err
         if (i == 0) {
             first_line = lineno;
         } else if (k.step != first.step || k.layer != first.layer) {
+            disagree_hint(r, m, hint, sizeof hint);
             return tsim_error_set(err, TSIM_E_INPUT,
                                   "%s:%ld: step %lld, layer %lld, but the same call on rank %d (%s:%ld) is step %lld, "
                                   "layer %lld: every rank must record the same calls in the same order%s",
@@ -687,6 +462,8 @@ static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_err
             return rc;
         if (i == 0)
             first_picks = picks;
+        m->hashes[i] = c->ids_hash;
+        tokens += c->rows;
         if (i % m->per_row == m->per_row - 1)
             tsim_reader_row_done(r);
     }
@@ -705,9 +482,12 @@ static int unit_next(tsim_reader *r, megatron *m, tsim_raw_record *raw, tsim_err
         m->have_step = true;
         m->step = first.step;
         m->step_calls = 0;
-        m->gen++; /* empties the per-layer counters */
+        m->gen++; /* empties the per-layer counters and the calls seen */
         m->used = 0;
+        m->calls_used = 0;
     }
+    if (tokens > 0 && (rc = check_recomputed(r, m, &first, first_line, err)))
+        return rc;
     int64_t *calls = layer_calls(m, first.layer);
     if (!calls)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
@@ -732,6 +512,7 @@ static int begin_unit(megatron *m, tsim_error *err)
     m->mb_base = m->step_calls = 0;
     m->gen++;
     m->used = 0;
+    m->calls_used = 0;
     m->kept = 0;
     if (!m->layout) {
         for (int i = 0; i < m->ranks; i++)
@@ -783,6 +564,9 @@ static void megatron_close(tsim_reader *r)
     free(m->slots);
     free(m->seen);
     free(m->unit_files);
+    free(m->hashes);
+    free(m->same_prev);
+    free(m->calls_seen);
     free(m->places);
     free(m->add);
     free(m);
@@ -920,14 +704,116 @@ static int find_files(tsim_reader *r, megatron *m, tsim_error *err)
     return rc;
 }
 
+/* What the first pass learns from one rank file. */
+typedef struct {
+    int64_t max_id, max_layer, kept, other, topk;
+    bool dirty; /* an error or a warning: scanned again in order */
+} rank_scan;
+
+typedef struct {
+    tsim_reader *r;
+    const megatron *m;
+    rank_scan *out;
+    int first, step;
+} scan_job;
+
+/* A quiet scan of every step-th rank file from `first`, on its own thread
+ * with its own scratch: a file with anything to say (an error, a warning)
+ * is only marked dirty, and the caller scans it again in rank order, so
+ * messages and their order do not depend on the threads. */
+static void *scan_thread(void *arg)
+{
+    scan_job *j = arg;
+    megatron mt = *j->m;
+    mt.quiet = true;
+    mt.row_stamp = 0;
+    mt.seen = calloc((size_t)TSIM_MAX_EXPERTS + 1, sizeof *mt.seen);
+    for (int rank = j->first; rank < mt.ranks; rank += j->step) {
+        rank_scan *o = &j->out[rank];
+        *o = (rank_scan){-1, -1, 0, 0, 0, !mt.seen};
+        tsim_error err;
+        if (o->dirty || open_file(&mt, rank, &err)) {
+            o->dirty = true;
+            continue;
+        }
+        mt.dirty = false;
+        call k;
+        long lineno;
+        int rc;
+        while ((rc = next_call(j->r, &mt, rank, NULL, &k, &lineno, &o->other, &err)) == 1) {
+            o->kept++;
+            if (k.layer > o->max_layer)
+                o->max_layer = k.layer;
+            if (k.max_id > o->max_id)
+                o->max_id = k.max_id;
+            if (!o->topk && k.rows > 0)
+                o->topk = k.row_len;
+        }
+        o->dirty = rc != 0 || mt.dirty;
+        tsim_gzline_close(&mt.files[rank].lines);
+        mt.files[rank].open = false;
+    }
+    free(mt.seen);
+    return NULL;
+}
+
+/* The first pass over rank files: on up to 8 threads (one per online CPU)
+ * when there are several files; a file the threads could not read quietly
+ * comes back dirty. */
+static void scan_parallel(tsim_reader *r, megatron *m, rank_scan *out)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cpus > 8 ? 8 : cpus < 1 ? 1 : (int)cpus;
+    if (threads > m->ranks)
+        threads = m->ranks;
+    for (int rank = 0; rank < m->ranks; rank++)
+        out[rank].dirty = true;
+    if (threads < 2)
+        return;
+    pthread_t tid[8];
+    scan_job jobs[8];
+    int started = 0;
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (scan_job){r, m, out, t, threads};
+        if (pthread_create(&tid[t], NULL, scan_thread, &jobs[t]) != 0)
+            break;
+        started++;
+    }
+    for (int t = 0; t < started; t++)
+        pthread_join(tid[t], NULL);
+    /* ranks of threads that never started stay dirty: scanned in order */
+    if (started < threads)
+        for (int rank = 0; rank < m->ranks; rank++)
+            if (rank % threads >= started)
+                out[rank].dirty = true;
+}
+
 /* The first pass: the largest expert id and the ids per token. */
 static int scan_experts(tsim_reader *r, megatron *m, tsim_error *err)
 {
     int64_t max_id = -1, kept = 0, other = 0;
+    rank_scan *quick = calloc((size_t)m->ranks, sizeof *quick);
+    if (!quick)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    scan_parallel(r, m, quick);
     for (int rank = 0; rank < m->ranks; rank++) {
+        if (!quick[rank].dirty) {
+            const rank_scan *o = &quick[rank];
+            kept += o->kept;
+            other += o->other;
+            if (o->max_layer > m->max_layer)
+                m->max_layer = o->max_layer;
+            if (o->max_id > max_id)
+                max_id = o->max_id;
+            if (!m->topk && o->topk)
+                m->topk = o->topk;
+            continue;
+        }
         int rc = open_file(m, rank, err);
-        if (rc)
+        if (rc) {
+            free(quick);
             return rc;
+        }
         call k;
         long lineno;
         while ((rc = next_call(r, m, rank, NULL, &k, &lineno, &other, err)) == 1) {
@@ -940,9 +826,12 @@ static int scan_experts(tsim_reader *r, megatron *m, tsim_error *err)
                 m->topk = k.row_len;
         }
         close_files(m);
-        if (rc)
+        if (rc) {
+            free(quick);
             return rc;
+        }
     }
+    free(quick);
     if (kept == 0)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: no router calls of block \"%s\"%s", r->path,
                               block_name(m->block),
@@ -1046,7 +935,12 @@ int tsim_megatron_open(tsim_reader *r, const tsim_read_options *opts, tsim_error
     if (opts && opts->megatron_parallel && (rc = setup_layout(r, m, opts, err)))
         return rc;
     m->unit_files = calloc((size_t)m->rows * (size_t)m->per_row, sizeof *m->unit_files);
-    if (!m->unit_files)
+    m->hashes = calloc((size_t)m->rows * (size_t)m->per_row, sizeof *m->hashes);
+    m->same_prev = malloc((size_t)m->ranks * sizeof *m->same_prev);
+    if (m->same_prev)
+        for (int i = 0; i < m->ranks; i++)
+            m->same_prev[i] = true;
+    if (!m->unit_files || !m->hashes || !m->same_prev)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     for (int i = 0; i < m->rows * m->per_row; i++)
         m->unit_files[i] = i; /* the first pass's check_topk names unit file 0 */

@@ -38,8 +38,11 @@ def place(g, sizes, order=ORDER):
 
 
 def write_dir(d, ref, tp, pp, ep, world, layers, experts, topk, steps, mbs, seed, same_tokens=False,
-              dense_last=False):
-    """One run. dense_last: the last layer of every stage has no router."""
+              dense_last=False, dense_first=False, recompute=False):
+    """One run. dense_last: the last layer of every stage has no router;
+    dense_first: the first layer of the model has none (first-k-dense).
+    recompute: activation recompute runs each microbatch's routers again in
+    the backward pass, last layer first, on the same tokens (ref: None)."""
     etp = tp
     edp = world // (etp * ep * pp)
     sizes = {"tp": etp, "cp": 1, "ep": ep, "dp": edp, "pp": pp}
@@ -50,9 +53,12 @@ def write_dir(d, ref, tp, pp, ep, world, layers, experts, topk, steps, mbs, seed
     records = []  # (group, stage, step, mb, layer, counts)
     for step in range(steps):
         for mb in range(mbs):
+            forward = {g: len(lines[g]) for g in range(world)}
             for layer in range(layers):
                 stage = layer // lps
                 if dense_last and layer % lps == lps - 1:
+                    continue
+                if dense_first and layer == 0:
                     continue
                 for group in range(edp):
                     counts = [[0] * experts for _ in range(ep)]
@@ -75,11 +81,16 @@ def write_dir(d, ref, tp, pp, ep, world, layers, experts, topk, steps, mbs, seed
                                              "layer": layer - stage * lps, "rank": g, "num_tokens": len(rows),
                                              "topk": topk, "top_indices": rows})
                     records.append((group, stage, step, mb, layer, counts))
+            if recompute:
+                for g in range(world):
+                    lines[g].extend(reversed(lines[g][forward[g]:]))
     os.makedirs(d, exist_ok=True)
     for g in range(world):
         with open(os.path.join(d, f"router_trace_rank{g}.jsonl"), "w") as f:
             for x in lines[g]:
                 f.write(json.dumps(x) + "\n")
+    if ref is None:
+        return
     records.sort(key=lambda r: (r[0], r[1], r[2], r[3], r[4]))
     with open(ref, "w") as f:
         f.write(json.dumps({"format": "moe-routing-trace", "version": 1, "experts": experts, "ep": ep,
@@ -103,6 +114,12 @@ def write_all(d):
     # the last layer of each stage has no router: the layers per stage need --num-layers
     write_dir(os.path.join(d, "pp2dense"), os.path.join(d, "pp2dense.jsonl"), 1, 2, 2, 4, 6, 4, 2, 1, 1, 4,
               dense_last=True)
+    # the model's first layer has no router: stage 0 records fewer calls than
+    # stage 1, which only pipeline parallelism explains
+    write_dir(os.path.join(d, "pp2first"), os.path.join(d, "pp2first.jsonl"), 1, 2, 2, 4, 4, 8, 2, 1, 2, 5,
+              dense_first=True)
+    # activation recompute: every router call comes twice in its step
+    write_dir(os.path.join(d, "recompute"), None, 1, 1, 2, 2, 2, 8, 2, 2, 2, 6, recompute=True)
 
 
 def check(d):
