@@ -44,8 +44,15 @@ int main(int argc, char **argv)
         return 2;
     fprintf(pf, "%ld\n", (long)getpid());
     if (strcmp(mode, "hang-with-child") == 0 || strncmp(mode, "setsid-child", 12) == 0) {
+        /* The planner goes on only once the grandchild has left the group:
+         * otherwise whether it escapes depends on which process the
+         * scheduler runs first, and so would taotsim's report of it. */
+        int ready[2];
+        if (pipe(ready) != 0)
+            return 2;
         pid_t child = fork();
         if (child == 0) {
+            close(ready[0]);
             if (strncmp(mode, "setsid-child", 12) == 0)
                 setsid(); /* out of the planner's process group; it holds the pipes */
             if (strcmp(mode, "setsid-child-quiet") == 0) {
@@ -55,8 +62,14 @@ int main(int argc, char **argv)
                 close(STDOUT_FILENO);
                 close(STDERR_FILENO);
             }
+            close(ready[1]); /* the planner's read returns: setsid is done */
             sleep_forever();
         }
+        close(ready[1]);
+        char byte;
+        while (read(ready[0], &byte, 1) > 0)
+            ;
+        close(ready[0]);
         fprintf(pf, "%ld\n", (long)child);
     }
     fclose(pf);
