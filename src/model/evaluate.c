@@ -11,7 +11,7 @@ const char *const tsim_metric_names[TSIM_M_COUNT] = {
     "weighted",
     "offloaded", "traffic_inter_before", "traffic_inter_after", "plan_ns", "step_ms", "speedup",
     "rehomed_intra", "rehomed_inter", "excess_imbalance", "excess_cost",
-    "rehomed_intra", "rehomed_inter", "dropped_before", "dropped_after", "load_mean", "load_max_before",
+    "dropped_before", "dropped_after", "load_mean", "load_max_before",
     "load_max_after",
 };
 
