@@ -1,8 +1,9 @@
 /* `optimal` (baselines.md "Further planners"): the paper's objective, residual
  * imbalance plus mu times the weighted expert-communication cost with at most
- * K guests per rank, solved exactly as a mixed-integer program by GLPK's branch
- * and bound under a node budget. It is the yardstick for small R and E: how far
- * each heuristic is from the best plan its constraints allow.
+ * K guests per rank, solved exactly as a mixed-integer program by branch and
+ * bound (GLPK or CBC, src/bound/mip.c) under a node budget. It is the
+ * yardstick for small R and E: how far each heuristic is from the best plan
+ * its constraints allow.
  *
  * The MIP, for every expert e and guest rank g != home(e) (a "pair"), with all
  * token amounts divided by mean = sum_r load0(r) / R so that coefficients stay
@@ -21,22 +22,17 @@
  * from the evaluator. Which source ranks send the tokens does not change any
  * load, so it is left to the shared split (taot.md section 3) afterwards.
  *
- * Why this shape: the matrix depends only on the topology, and per record
- * only bounds and the E * (R - 1) link coefficients of the y columns change
- * (tpe / mean). It is still built per record, within the plan call: GLPK keeps
- * its memory in a per-thread environment, and replay -j starts an instance on
- * one thread and plans with it on others, so a problem kept in the state
- * would be used and deleted on another thread than its own, which aborts
- * GLPK ("glp_free: memory allocation error"); the calling thread's
- * environment is freed before the call returns. GLPK's presolve is on and
- * rebuilds its own working copy per record, so a record's plan never depends on
- * the records before it; GLPK is single-threaded and nothing randomised is
- * enabled, and the search is bounded by a count of subproblems rather than by
- * the clock, so the same record gives the same plan on any machine under any
- * load and at any -j (GLPK's own tm_lim is left off: a wall-clock limit made
- * the incumbent depend on how far a loaded machine got). Our own buffers are
- * allocated once in init; GLPK allocates the problem and, in glp_intopt, its
- * presolve copy and search tree per record.
+ * Why this shape: the matrix depends only on the topology; per record only
+ * bounds and the E * (R - 1) link coefficients of the y columns change
+ * (tpe / mean). The model is rebuilt in place per record in our own
+ * tsim_lp (allocated once in init) and handed to src/bound/mip.c, which
+ * loads it into a fresh solver problem each time: a record's plan never
+ * depends on the records before it, and no solver object outlives a call or
+ * crosses threads (GLPK keeps per-thread memory; CBC's driver is serialised
+ * there). Both solvers are single-threaded, nothing randomised is seeded
+ * from the clock, and the search is bounded by a count of nodes rather than
+ * by time, so the same record gives the same plan on any machine under any
+ * load and at any -j.
  *
  * Integer tokens: the MIP's f are fractional. Per expert, each replica first
  * gets floor(f) tokens, then the total moved is restored to round(sum_g f)
@@ -48,15 +44,17 @@
  * tokens are dropped (a dynamic planner), the rest take their guest's slots
  * 0, 1, ... in increasing expert order, and planned = the integer count.
  *
- * Node budget (--optimal-node-limit N, per record): GLPK asks the callback to
- * select every subproblem before it processes it (GLP_ISELECT, the root
- * included); the N+1-th request terminates the search, so at most N
- * subproblems are solved. Then the best integer solution found so far is the
- * plan, and when none was found the plan is empty (no replicas: the native
- * placement, always valid). Either way the plan carries TSIM_NOTE_NODE_LIMIT,
- * and optimal.h counts both (tsim_optimal_stats_get), with the gap GLPK had
- * left and the subproblems it solved on the last record. Solver failures come
- * back as TSIM_E_INTERNAL; GLPK's terminal output is off.
+ * Node budget (--optimal-node-limit N, per record) and solver
+ * (--optimal-solver glpk|cbc): GLPK counts subproblems (the N+1-th selection
+ * ends the search), CBC its own nodes. Where the budget stops the search,
+ * the best integer solution found so far is the plan, and when none was
+ * found the plan is empty (no replicas: the native placement, always
+ * valid). Either way the plan carries TSIM_NOTE_NODE_LIMIT and its search
+ * outcome (tsim_plan.search, with the gap incumbent - proven bound), which
+ * replay sums per planner; optimal.h's stats keep the last record's
+ * incumbent, bound, gap and nodes. GLPK is the default: measured per record
+ * it is 15 to 200 times faster for the same plans, while CBC proves a few
+ * more records per node and leaves a smaller gap (docs/planners.md).
  *
  * Size: init refuses E * (R - 1) > TSIM_OPTIMAL_MAX_BINARIES. Below that, the
  * big-M link makes the relaxation weak (a fractional y pays mu W f / tpe), so
@@ -67,39 +65,42 @@
 #include "optimal.h"
 
 #include <stddef.h>
-#include <glpk.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mip.h"
 #include "split.h"
 
 typedef struct {
     int R, E, K, rpn, P;    /* P = E * (R - 1) pairs */
     double mu, lambda;
-    int node_limit;         /* subproblems per record */
+    int node_limit;         /* nodes per record */
+    tsim_mip_solver solver;
     int32_t *home;          /* [E] */
     int32_t *pair_guest;    /* [P] guest of pair p = e * (R - 1) + j */
     int64_t *tpe;           /* [E] */
     int64_t *load0;         /* [R] */
     int64_t *moved;         /* [P] integer tokens of each pair */
     double *frac;           /* [P] fractional part left after the floor */
-    int col_ind[3];         /* one y column: link row, slot row (1-based) */
-    double col_val[3];
-    glp_prob *lp;           /* only within a plan call (header comment) */
+    tsim_lp lp;             /* the record's MIP, rebuilt in place per record */
+    bool *integer;          /* [2P + 1] which columns are integer (the y) */
+    double *x;              /* [2P + 1] the incumbent */
+    int *t_rows;            /* [R] the t column's rows and values */
+    double *t_vals;
     tsim_split_scratch split;
     tsim_optimal_stats stats;
 } optimal_state;
 
-/* 1-based GLPK indices of the layout in the header comment. */
-static int col_y(const optimal_state *s, int p) { (void)s; return p + 1; }
-static int col_f(const optimal_state *s, int p) { return s->P + p + 1; }
-static int col_t(const optimal_state *s) { return 2 * s->P + 1; }
-static int row_link(const optimal_state *s, int p) { (void)s; return p + 1; }
-static int row_expert(const optimal_state *s, int e) { return s->P + e + 1; }
-static int row_load(const optimal_state *s, int r) { return s->P + s->E + r + 1; }
-static int row_slots(const optimal_state *s, int g) { return s->P + s->E + s->R + g + 1; }
+/* 0-based indices of the layout in the header comment. */
+static int col_y(const optimal_state *s, int p) { (void)s; return p; }
+static int col_f(const optimal_state *s, int p) { return s->P + p; }
+static int col_t(const optimal_state *s) { return 2 * s->P; }
+static int row_link(const optimal_state *s, int p) { (void)s; return p; }
+static int row_expert(const optimal_state *s, int e) { return s->P + e; }
+static int row_load(const optimal_state *s, int r) { return s->P + s->E + r; }
+static int row_slots(const optimal_state *s, int g) { return s->P + s->E + s->R + g; }
 
 static int pair_of(const optimal_state *s, int e, int g)
 {
@@ -113,76 +114,57 @@ static void optimal_free(void *state)
     if (!s)
         return;
     tsim_split_scratch_free(&s->split);
+    tsim_lp_free(&s->lp);
     free(s->home);
     free(s->pair_guest);
     free(s->tpe);
     free(s->load0);
     free(s->moved);
     free(s->frac);
+    free(s->integer);
+    free(s->x);
+    free(s->t_rows);
+    free(s->t_vals);
     free(s);
 }
 
-/* Builds the constraint matrix and the objective (per record, in
- * optimal_plan's thread); load_record sets the record's bounds. */
-static int build_problem(optimal_state *s, tsim_error *err)
+/* The record's MIP (amounts / mean) into s->lp, in the layout of the header
+ * comment; init reserved the memory. */
+static void build_record(optimal_state *s, double mean)
 {
     const int P = s->P, E = s->E, R = s->R;
-    glp_prob *lp = glp_create_prob();
-    if (!lp)
-        return tsim_error_set(err, TSIM_E_INTERNAL, "optimal: GLPK could not create a problem");
-    s->lp = lp;
-    glp_set_obj_dir(lp, GLP_MIN);
-    glp_add_rows(lp, P + E + 2 * R);
-    glp_add_cols(lp, 2 * P + 1);
-    for (int p = 0; p < P; p++) {
-        int e = p / (R - 1), g = s->pair_guest[p];
-        glp_set_col_kind(lp, col_y(s, p), GLP_BV);
-        double w = s->home[e] / s->rpn == g / s->rpn ? 1.0 : s->lambda;
-        glp_set_obj_coef(lp, col_y(s, p), s->mu * w);
-        glp_set_col_bnds(lp, col_f(s, p), GLP_LO, 0.0, 0.0);
-        glp_set_row_bnds(lp, row_link(s, p), GLP_UP, 0.0, 0.0);
-    }
-    glp_set_col_bnds(lp, col_t(s), GLP_LO, 0.0, 0.0);
-    glp_set_obj_coef(lp, col_t(s), 1.0);
+    tsim_lp *lp = &s->lp;
+    tsim_lp_clear(lp);
+    for (int p = 0; p < P; p++)
+        tsim_lp_add_row(lp, -HUGE_VAL, 0.0);
     for (int e = 0; e < E; e++)
-        glp_set_row_bnds(lp, row_expert(s, e), GLP_UP, 0.0, 0.0);
-    for (int r = 0; r < R; r++) {
-        glp_set_row_bnds(lp, row_load(s, r), GLP_UP, 0.0, 0.0);
-        glp_set_row_bnds(lp, row_slots(s, r), GLP_UP, 0.0, (double)s->K);
-    }
-
-    /* Triplets (1-based): per pair, f in link, expert, guest load and home load
-     * rows, y in link (placeholder -1, set per record) and slot rows; t in
-     * every load row. */
-    const int nnz = 6 * P + R;
-    int *ia = malloc(sizeof *ia * (size_t)(nnz + 1));
-    int *ja = malloc(sizeof *ja * (size_t)(nnz + 1));
-    double *ar = malloc(sizeof *ar * (size_t)(nnz + 1));
-    if (!ia || !ja || !ar) {
-        free(ia);
-        free(ja);
-        free(ar);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "optimal: out of memory building the MIP");
-    }
-    int n = 0;
-#define PUT(row, col, v) (n++, ia[n] = (row), ja[n] = (col), ar[n] = (v))
+        tsim_lp_add_row(lp, -HUGE_VAL, (double)s->tpe[e] / mean);
+    for (int r = 0; r < R; r++)
+        tsim_lp_add_row(lp, -HUGE_VAL, -(double)s->load0[r] / mean);
+    for (int r = 0; r < R; r++)
+        tsim_lp_add_row(lp, -HUGE_VAL, (double)s->K);
+    int rows[4];
+    double vals[4];
     for (int p = 0; p < P; p++) {
         int e = p / (R - 1), g = s->pair_guest[p];
-        PUT(row_link(s, p), col_f(s, p), 1.0);
-        PUT(row_link(s, p), col_y(s, p), -1.0);
-        PUT(row_expert(s, e), col_f(s, p), 1.0);
-        PUT(row_load(s, g), col_f(s, p), 1.0);
-        PUT(row_load(s, s->home[e]), col_f(s, p), -1.0);
-        PUT(row_slots(s, g), col_y(s, p), 1.0);
+        /* An expert with nothing to move has both its columns fixed at 0. */
+        const double cap = (double)s->tpe[e] / mean, hi = s->tpe[e] > 0 ? 1.0 : 0.0;
+        const double w = s->home[e] / s->rpn == g / s->rpn ? 1.0 : s->lambda;
+        rows[0] = row_link(s, p), vals[0] = s->tpe[e] > 0 ? -cap : -1.0;
+        rows[1] = row_slots(s, g), vals[1] = 1.0;
+        tsim_lp_add_col(lp, s->mu * w, 0.0, hi, 2, rows, vals);
+    }
+    for (int p = 0; p < P; p++) {
+        int e = p / (R - 1), g = s->pair_guest[p];
+        rows[0] = row_link(s, p), vals[0] = 1.0;
+        rows[1] = row_expert(s, e), vals[1] = 1.0;
+        rows[2] = row_load(s, g), vals[2] = 1.0;
+        rows[3] = row_load(s, s->home[e]), vals[3] = -1.0;
+        tsim_lp_add_col(lp, 0.0, 0.0, (double)s->tpe[e] / mean, 4, rows, vals);
     }
     for (int r = 0; r < R; r++)
-        PUT(row_load(s, r), col_t(s), -1.0);
-#undef PUT
-    glp_load_matrix(lp, n, ia, ja, ar);
-    free(ia);
-    free(ja);
-    free(ar);
-    return TSIM_OK;
+        s->t_rows[r] = row_load(s, r), s->t_vals[r] = -1.0;
+    tsim_lp_add_col(lp, 1.0, 0.0, HUGE_VAL, R, s->t_rows, s->t_vals);
 }
 
 static int optimal_init(void **state, const tsim_topology *topo, const tsim_planner_common *common,
@@ -202,6 +184,8 @@ static int optimal_init(void **state, const tsim_topology *topo, const tsim_plan
     if (o->node_limit < 1)
         return tsim_error_set(err, TSIM_E_INPUT, "optimal: --optimal-node-limit must be at least 1, got %d",
                               o->node_limit);
+    if (o->solver != TSIM_OPTIMAL_CBC && o->solver != TSIM_OPTIMAL_GLPK)
+        return tsim_error_set(err, TSIM_E_INPUT, "optimal: --optimal-solver must be cbc or glpk");
     if (!isfinite(common->lambda_plan) || common->lambda_plan < 0.0)
         return tsim_error_set(err, TSIM_E_INPUT, "optimal: lambda_plan must be a finite number >= 0, got %g",
                               common->lambda_plan);
@@ -217,14 +201,21 @@ static int optimal_init(void **state, const tsim_topology *topo, const tsim_plan
     s->mu = o->mu;
     s->lambda = common->lambda_plan;
     s->node_limit = o->node_limit;
-    size_t np = s->P > 0 ? (size_t)s->P : 1;
+    s->solver = o->solver == TSIM_OPTIMAL_GLPK ? TSIM_MIP_GLPK : TSIM_MIP_CBC;
+    tsim_lp_init(&s->lp);
+    size_t np = s->P > 0 ? (size_t)s->P : 1, ncols = 2 * (size_t)s->P + 1;
     s->home = malloc(sizeof *s->home * (size_t)E);
     s->pair_guest = malloc(sizeof *s->pair_guest * np);
     s->tpe = malloc(sizeof *s->tpe * (size_t)E);
     s->load0 = malloc(sizeof *s->load0 * (size_t)R);
     s->moved = malloc(sizeof *s->moved * np);
     s->frac = malloc(sizeof *s->frac * np);
-    if (!s->home || !s->pair_guest || !s->tpe || !s->load0 || !s->moved || !s->frac) {
+    s->integer = malloc(sizeof *s->integer * ncols);
+    s->x = malloc(sizeof *s->x * ncols);
+    s->t_rows = malloc(sizeof *s->t_rows * (size_t)R);
+    s->t_vals = malloc(sizeof *s->t_vals * (size_t)R);
+    if (!s->home || !s->pair_guest || !s->tpe || !s->load0 || !s->moved || !s->frac || !s->integer || !s->x ||
+        !s->t_rows || !s->t_vals) {
         optimal_free(s);
         return tsim_error_set(err, TSIM_E_INTERNAL, "optimal: out of memory");
     }
@@ -233,85 +224,17 @@ static int optimal_init(void **state, const tsim_topology *topo, const tsim_plan
         for (int g = 0; g < R; g++)
             if (g != s->home[e])
                 s->pair_guest[p++] = g;
-    int rc = tsim_split_scratch_init(&s->split, R, R * (K > 0 ? K : 1), err);
+    for (size_t j = 0; j < ncols; j++)
+        s->integer[j] = j < (size_t)s->P; /* the y columns */
+    int rc = tsim_lp_reserve(&s->lp, (int)ncols, s->P + E + 2 * R, 6 * s->P + R, err);
+    if (!rc)
+        rc = tsim_split_scratch_init(&s->split, R, R * (K > 0 ? K : 1), err);
     if (rc) {
         optimal_free(s);
         return rc;
     }
     *state = s;
     return TSIM_OK;
-}
-
-static const char *intopt_error(int rc)
-{
-    switch (rc) {
-    case GLP_EBOUND: return "inconsistent bounds";
-    case GLP_EROOT: return "no optimal basis for the relaxation";
-    case GLP_ENOPFS: return "the relaxation has no primal feasible solution";
-    case GLP_ENODFS: return "the relaxation has no dual feasible solution";
-    case GLP_EFAIL: return "solver failure";
-    case GLP_EMIPGAP: return "gap tolerance reached";
-    case GLP_ESTOP: return "search stopped";
-    default: return "unknown error";
-    }
-}
-
-/* What the branch-and-bound callback counts and keeps for one record. */
-typedef struct {
-    int limit;    /* subproblems the search may solve */
-    int selected; /* subproblems handed out so far */
-    double gap;   /* GLPK's relative gap (incumbent vs best bound) */
-} search_budget;
-
-/* Branch-and-bound callback. GLPK asks for a selection once before each
- * subproblem it processes (the root included): the request past the budget
- * stops the search, which depends only on the record, never on the clock. It
- * also keeps the gap, so a record cut short says how far from proven it may
- * be. */
-static void search_callback(glp_tree *tree, void *info)
-{
-    search_budget *b = info;
-    int reason = glp_ios_reason(tree);
-    if (reason == GLP_ISELECT) {
-        b->gap = glp_ios_mip_gap(tree);
-        if (b->selected >= b->limit) {
-            glp_ios_terminate(tree);
-            return;
-        }
-        b->selected++;
-    } else if (reason == GLP_IBINGO) {
-        b->gap = glp_ios_mip_gap(tree);
-    }
-}
-
-/* Sets bounds and the y link coefficients for this record (amounts / mean). */
-static void load_record(optimal_state *s, double mean)
-{
-    glp_prob *lp = s->lp;
-    const int R = s->R;
-    for (int e = 0; e < s->E; e++) {
-        const double cap = (double)s->tpe[e] / mean;
-        glp_set_row_bnds(lp, row_expert(s, e), GLP_UP, 0.0, cap);
-        for (int j = 0; j < R - 1; j++) {
-            int p = e * (R - 1) + j;
-            if (s->tpe[e] > 0) {
-                glp_set_col_bnds(lp, col_y(s, p), GLP_DB, 0.0, 1.0);
-                glp_set_col_bnds(lp, col_f(s, p), GLP_DB, 0.0, cap);
-                s->col_val[1] = -cap;
-            } else {
-                /* Nothing to move: fix both (GLPK rejects a DB with lb == ub). */
-                glp_set_col_bnds(lp, col_y(s, p), GLP_FX, 0.0, 0.0);
-                glp_set_col_bnds(lp, col_f(s, p), GLP_FX, 0.0, 0.0);
-                s->col_val[1] = -1.0;
-            }
-            s->col_ind[1] = row_link(s, p);
-            s->col_ind[2] = row_slots(s, s->pair_guest[p]);
-            s->col_val[2] = 1.0;
-            glp_set_mat_col(lp, col_y(s, p), 2, s->col_ind, s->col_val);
-        }
-    }
-    for (int r = 0; r < R; r++)
-        glp_set_row_bnds(lp, row_load(s, r), GLP_UP, 0.0, -(double)s->load0[r] / mean);
 }
 
 /* Integer tokens of expert e's pairs from the MIP's f (see the header comment). */
@@ -325,9 +248,9 @@ static void round_expert(optimal_state *s, int e, double mean)
         int p = first + j;
         s->moved[p] = 0;
         s->frac[p] = -1.0;
-        if (glp_mip_col_val(s->lp, col_y(s, p)) < 0.5)
+        if (s->x[col_y(s, p)] < 0.5)
             continue;
-        double f = glp_mip_col_val(s->lp, col_f(s, p)) * mean;
+        double f = s->x[col_f(s, p)] * mean;
         f = f < 0.0 ? 0.0 : (f > cap ? cap : f);
         /* A hair above the floor so a value like 39.9999999997 counts as 40. */
         double fl = floor(f + 1e-7);
@@ -361,84 +284,10 @@ static void round_expert(optimal_state *s, int e, double mean)
     }
 }
 
-static int optimal_solve(optimal_state *s, const tsim_record *rec, tsim_plan *out, tsim_error *err)
+/* Turns the incumbent s->x into the plan (the header comment). */
+static int place_incumbent(optimal_state *s, const tsim_record *rec, double mean, tsim_plan *out, tsim_error *err)
 {
-    tsim_plan_reset(out);
-    out->slot_limited = true;
-    if (rec->ranks != s->R || rec->experts != s->E)
-        return tsim_error_set(err, TSIM_E_INPUT, "optimal: record %lld is %d x %d, planner set up for %d x %d",
-                              (long long)rec->index, rec->ranks, rec->experts, s->R, s->E);
-    if (out->ranks != s->R)
-        return tsim_error_set(err, TSIM_E_INTERNAL, "optimal: plan rows have %d ranks, expected %d", out->ranks,
-                              s->R);
     const int R = s->R, E = s->E;
-    tsim_optimal_stats *st = &s->stats;
-    st->records++;
-    st->last_status = TSIM_OPTIMAL_TRIVIAL;
-    st->last_objective = st->last_max_load = st->last_cost = st->last_gap = 0.0;
-    st->last_nodes = 0;
-
-    tsim_record_expert_totals(rec, s->tpe);
-    int64_t total = 0;
-    for (int r = 0; r < R; r++)
-        s->load0[r] = 0;
-    for (int e = 0; e < E; e++)
-        s->load0[s->home[e]] += s->tpe[e];
-    for (int r = 0; r < R; r++)
-        total += s->load0[r];
-    if (total == 0 || s->P == 0 || s->K == 0)
-        return TSIM_OK; /* nothing can move: the empty plan */
-    const double mean = (double)total / (double)R;
-
-    int rc = build_problem(s, err);
-    if (rc)
-        return rc;
-    load_record(s, mean);
-    glp_iocp parm;
-    glp_init_iocp(&parm);
-    parm.msg_lev = GLP_MSG_OFF;
-    parm.presolve = GLP_ON;
-    /* tm_lim stays at GLPK's default (none): the budget below is the limit. */
-    search_budget budget = {.limit = s->node_limit, .selected = 0, .gap = 0.0};
-    parm.cb_func = search_callback;
-    parm.cb_info = &budget;
-    rc = glp_intopt(s->lp, &parm);
-    int mip = glp_mip_status(s->lp);
-    st->last_nodes = budget.selected;
-    st->last_gap = budget.gap;
-    /* Only our callback stops the search (GLP_ESTOP). */
-    const bool cut = rc == GLP_ESTOP;
-    if (cut)
-        out->notes |= TSIM_NOTE_NODE_LIMIT; /* counted by replay and the studies */
-    if (cut && mip != GLP_FEAS && mip != GLP_OPT) {
-        st->no_solution++;
-        st->last_status = TSIM_OPTIMAL_NO_SOLUTION;
-        st->last_gap = INFINITY;
-        return TSIM_OK; /* no incumbent within the budget: the empty plan */
-    }
-    if (rc != 0 && !cut)
-        return tsim_error_set(err, TSIM_E_INTERNAL, "optimal: record %lld: GLPK branch and bound failed: %s (%d)",
-                              (long long)rec->index, intopt_error(rc), rc);
-    if (rc == 0 && mip != GLP_OPT)
-        return tsim_error_set(err, TSIM_E_INTERNAL, "optimal: record %lld: GLPK found no integer optimum (status %d)",
-                              (long long)rec->index, mip);
-    if (rc == 0) {
-        st->solved++;
-        st->last_status = TSIM_OPTIMAL_SOLVED;
-        st->last_gap = 0.0; /* proven; the callback saw the gap before the last node closed it */
-    } else {
-        st->node_limit++;
-        st->last_status = TSIM_OPTIMAL_NODE_LIMIT;
-    }
-    const double t = glp_mip_col_val(s->lp, col_t(s));
-    double cost = 0.0;
-    for (int p = 0; p < s->P; p++)
-        if (glp_mip_col_val(s->lp, col_y(s, p)) >= 0.5)
-            cost += s->home[p / (R - 1)] / s->rpn == s->pair_guest[p] / s->rpn ? 1.0 : s->lambda;
-    st->last_max_load = t * mean;
-    st->last_cost = cost;
-    st->last_objective = (t - 1.0) + s->mu * cost;
-
     for (int e = 0; e < E; e++)
         round_expert(s, e, mean);
     /* Guest-major, experts ascending: slot k is the guest's k-th replica. */
@@ -459,24 +308,95 @@ static int optimal_solve(optimal_state *s, const tsim_record *rec, tsim_plan *ou
             slot++;
         }
     }
-    rc = tsim_split_plan(rec, s->tpe, s->K, out, &s->split, err);
+    int rc = tsim_split_plan(rec, s->tpe, s->K, out, &s->split, err);
     if (rc)
         return rc;
     tsim_plan_drop_empty(out);
     return TSIM_OK;
 }
 
-/* The problem lives within this call, on the calling thread (header comment). */
+/* Records the search's outcome in the stats and on the plan; the MIP's
+ * objective t + mu * cost is the paper's plus 1, so the gap is the same in
+ * both (header comment). */
+static void record_outcome(optimal_state *s, const tsim_mip_result *res, tsim_plan *out)
+{
+    tsim_optimal_stats *st = &s->stats;
+    st->last_nodes = res->nodes;
+    st->last_gap = tsim_mip_gap(res);
+    st->last_bound = isfinite(res->bound) ? res->bound - 1.0 : -INFINITY;
+    if (res->status == TSIM_MIP_OPTIMAL) {
+        st->solved++;
+        st->last_status = TSIM_OPTIMAL_SOLVED;
+        out->search = TSIM_SEARCH_PROVED;
+        return;
+    }
+    out->notes |= TSIM_NOTE_NODE_LIMIT; /* counted by replay and the studies */
+    if (res->status == TSIM_MIP_STOPPED) {
+        st->node_limit++;
+        st->last_status = TSIM_OPTIMAL_NODE_LIMIT;
+        out->search = TSIM_SEARCH_STOPPED;
+        out->search_gap = st->last_gap;
+    } else {
+        st->no_solution++;
+        st->last_status = TSIM_OPTIMAL_NO_SOLUTION;
+        out->search = TSIM_SEARCH_NO_INCUMBENT;
+    }
+}
+
 static int optimal_plan(void *state, const tsim_record *rec, tsim_plan *out, tsim_error *err)
 {
     optimal_state *s = state;
-    glp_term_out(GLP_OFF);
-    int rc = optimal_solve(s, rec, out, err);
-    if (s->lp)
-        glp_delete_prob(s->lp);
-    s->lp = NULL;
-    glp_free_env();
-    return rc;
+    tsim_plan_reset(out);
+    out->slot_limited = true;
+    if (rec->ranks != s->R || rec->experts != s->E)
+        return tsim_error_set(err, TSIM_E_INPUT, "optimal: record %lld is %d x %d, planner set up for %d x %d",
+                              (long long)rec->index, rec->ranks, rec->experts, s->R, s->E);
+    if (out->ranks != s->R)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "optimal: plan rows have %d ranks, expected %d", out->ranks,
+                              s->R);
+    const int R = s->R, E = s->E;
+    tsim_optimal_stats *st = &s->stats;
+    st->records++;
+    st->last_status = TSIM_OPTIMAL_TRIVIAL;
+    st->last_objective = st->last_max_load = st->last_cost = st->last_gap = st->last_bound = 0.0;
+    st->last_nodes = 0;
+
+    tsim_record_expert_totals(rec, s->tpe);
+    int64_t total = 0;
+    for (int r = 0; r < R; r++)
+        s->load0[r] = 0;
+    for (int e = 0; e < E; e++)
+        s->load0[s->home[e]] += s->tpe[e];
+    for (int r = 0; r < R; r++)
+        total += s->load0[r];
+    if (total == 0 || s->P == 0 || s->K == 0) {
+        out->search = TSIM_SEARCH_PROVED; /* nothing can move: the empty plan is optimal */
+        return TSIM_OK;
+    }
+    const double mean = (double)total / (double)R;
+
+    build_record(s, mean);
+    tsim_mip_result res;
+    int rc = tsim_mip_solve(&s->lp, s->integer, s->solver, s->node_limit, s->x, &res, err);
+    if (rc)
+        return rc;
+    if (res.status == TSIM_MIP_INFEASIBLE)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "optimal: record %lld: the MIP is infeasible (a bug: no moves "
+                              "is always a plan)", (long long)rec->index);
+    record_outcome(s, &res, out);
+    if (res.status == TSIM_MIP_NO_INCUMBENT) {
+        st->last_gap = INFINITY;
+        return TSIM_OK; /* no incumbent within the budget: the empty plan */
+    }
+    double cost = 0.0;
+    for (int p = 0; p < s->P; p++)
+        if (s->x[col_y(s, p)] >= 0.5)
+            cost += s->home[p / (R - 1)] / s->rpn == s->pair_guest[p] / s->rpn ? 1.0 : s->lambda;
+    const double t = s->x[col_t(s)];
+    st->last_max_load = t * mean;
+    st->last_cost = cost;
+    st->last_objective = (t - 1.0) + s->mu * cost;
+    return place_incumbent(s, rec, mean, out, err);
 }
 
 void tsim_optimal_stats_get(const void *state, tsim_optimal_stats *out)
@@ -488,18 +408,19 @@ void tsim_optimal_stats_get(const void *state, tsim_optimal_stats *out)
 /* --optimal-* options: parsed, defaulted and listed in --help from here. */
 static const tsim_option_spec optimal_options[] = {
     {.name = "optimal-mu", .type = TSIM_OPTION_DOUBLE, .offset = offsetof(tsim_optimal_options, mu), .lo = 0, .hi = 1000000000.0, .arg = "X", .def = "0.001", .help = "optimal: weight of the weighted cost against imbalance"},
-    {.name = "optimal-node-limit", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_optimal_options, node_limit), .lo = 1, .hi = 1000000000, .arg = "N", .def = "20000", .help = "optimal: branch-and-bound subproblems per record"},
+    {.name = "optimal-node-limit", .type = TSIM_OPTION_INT, .offset = offsetof(tsim_optimal_options, node_limit), .lo = 1, .hi = 1000000000, .arg = "N", .def = "20000", .help = "optimal: branch-and-bound nodes per record"},
+    {.name = "optimal-solver", .type = TSIM_OPTION_CHOICE, .offset = offsetof(tsim_optimal_options, solver), .choices = "cbc|glpk", .arg = "cbc|glpk", .def = "glpk", .help = "optimal: the MIP solver (GLPK, measured faster per record; or COIN-OR CBC)"},
     {0},
 };
 
 const tsim_planner_desc tsim_planner_optimal = {
     .name = "optimal",
-    .source = "the TAOT paper's objective (arXiv 2608.03676), solved exactly with GLPK",
+    .source = "the TAOT paper's objective (arXiv 2608.03676), solved exactly with CBC or GLPK",
     .options_size = sizeof(tsim_optimal_options),
     .cost = TSIM_COST_EXPENSIVE,
     .reads_lambda_plan = true,
     .options = optimal_options,
-    .summary = "exact MIP (GLPK) of imbalance + mu * weighted cost, K guests per rank: the yardstick for small R, E",
+    .summary = "exact MIP (CBC or GLPK) of imbalance + mu * weighted cost, K guests per rank: the yardstick for small R, E",
     .init = optimal_init,
     .plan = optimal_plan,
     .free = optimal_free,

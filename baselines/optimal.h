@@ -1,5 +1,5 @@
 /* The `optimal` planner (baselines.md "Further planners"): the paper's
- * objective solved exactly as a mixed-integer program with GLPK, the yardstick
+ * objective solved exactly as a mixed-integer program (GLPK or CBC), the yardstick
  * for every heuristic. The planner itself is tsim_planner_optimal in the
  * registry; this header exposes how each record was solved (proven, cut short
  * by the node budget, or without any solution) and how far the search got:
@@ -14,8 +14,12 @@
 /* The `optimal` MIP yardstick's own options block. */
 typedef struct {
     double mu;           /* weight of the weighted cost against imbalance (0.001) */
-    int node_limit;      /* branch-and-bound subproblems per record (20000); deterministic, unlike a clock */
+    int node_limit;      /* branch-and-bound nodes per record (20000); deterministic, unlike a clock */
+    int solver;          /* TSIM_OPTIMAL_GLPK (default, measured faster) or TSIM_OPTIMAL_CBC */
 } tsim_optimal_options;
+
+/* --optimal-solver values (the index in its choices "cbc|glpk"). */
+enum { TSIM_OPTIMAL_CBC = 0, TSIM_OPTIMAL_GLPK = 1 };
 
 extern const tsim_planner_desc tsim_planner_optimal;
 
@@ -27,7 +31,7 @@ extern const tsim_planner_desc tsim_planner_optimal;
 /* How the last record was solved. */
 enum {
     TSIM_OPTIMAL_TRIVIAL = 0,     /* nothing to solve: empty record, K = 0 or R = 1; empty plan */
-    TSIM_OPTIMAL_SOLVED = 1,      /* GLPK proved the integer optimum */
+    TSIM_OPTIMAL_SOLVED = 1,      /* the solver proved the integer optimum */
     TSIM_OPTIMAL_NODE_LIMIT = 2,  /* node budget spent; the best integer solution found is the plan */
     TSIM_OPTIMAL_NO_SOLUTION = 3, /* node budget spent before any integer solution: empty plan */
 };
@@ -44,9 +48,12 @@ typedef struct {
     double last_objective; /* (t - mean) / mean + mu * sum W(home(e), g) y[e][g] */
     double last_max_load;  /* t, in tokens */
     double last_cost;      /* sum W(home(e), g) y[e][g] with W across nodes = lambda_plan */
-    double last_gap;       /* GLPK's relative gap (incumbent vs best bound) at the end: 0 when proven or
-                            * trivial, INFINITY without a solution */
-    int last_nodes;        /* branch-and-bound subproblems solved (at most the node limit; 0 when trivial) */
+    double last_gap;       /* last_objective - last_bound: 0 when proven or trivial, INFINITY without a
+                            * solution or a bound */
+    double last_bound;     /* proven lower bound on the objective (= last_objective when proven; -INFINITY
+                            * when the search stopped before it had one) */
+    int last_nodes;        /* branch-and-bound nodes the solver counted (GLPK: subproblems solved, at most
+                            * the node limit; 0 when trivial) */
 } tsim_optimal_stats;
 
 /* state is what tsim_planner_optimal.init made (tsim_planner.state). */

@@ -2,7 +2,7 @@
 # Installs the Debian packages taotsim needs, only those missing (needs root or sudo).
 set -euo pipefail
 packages="build-essential pkg-config meson ninja-build libcjson-dev libgsl-dev libcriterion-dev \
-gnuplot-nox libglpk-dev coinor-libclp-dev zlib1g-dev libzip-dev python3-numpy help2man ${TSIM_EXTRA_PACKAGES:-}"
+gnuplot-nox libglpk-dev coinor-libclp-dev coinor-libcbc-dev zlib1g-dev libzip-dev python3-numpy help2man ${TSIM_EXTRA_PACKAGES:-}"
 missing=""
 for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 [ -z "$missing" ] && exit 0

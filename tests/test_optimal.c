@@ -30,6 +30,10 @@ typedef struct {
     tsim_metrics m;
 } rig;
 
+/* The MIP solver rig_try gives `optimal`: the default, GLPK (CBC is tested
+ * in test_optimal_solvers.c); the node-count tests set it explicitly. */
+static int rig_solver = TSIM_OPTIMAL_GLPK;
+
 static int rig_try(rig *g, const char *name, int R, int E, int rpn, int K, double mu, int node_limit,
                    tsim_error *err)
 {
@@ -42,6 +46,7 @@ static int rig_try(rig *g, const char *name, int R, int E, int rpn, int K, doubl
     if (g->p.desc == &tsim_planner_optimal) {
         TSIM_OWN(g->p, optimal)->mu = mu;
         TSIM_OWN(g->p, optimal)->node_limit = node_limit;
+        TSIM_OWN(g->p, optimal)->solver = rig_solver;
     }
     int rc = tsim_planner_start(&g->p, &g->topo, err);
     if (rc) {
@@ -548,6 +553,13 @@ Test(optimal, refuses_bad_options)
     tsim_planner_options o;
     tsim_planner_options_default(&o);
     cr_assert_eq(TSIM_OPTS(o, optimal)->node_limit, 20000);
+    cr_assert_eq(TSIM_OPTS(o, optimal)->solver, TSIM_OPTIMAL_GLPK);
+    bool solver_known = false;
+    cr_assert_eq(tsim_planner_options_set(&o, "optimal-solver", "cbc", &solver_known, &err), 0, "%s", err.msg);
+    cr_assert(solver_known);
+    cr_assert_eq(TSIM_OPTS(o, optimal)->solver, TSIM_OPTIMAL_CBC);
+    cr_assert_eq(tsim_planner_options_set(&o, "optimal-solver", "clp", &solver_known, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "--optimal-solver") != NULL, "%s", err.msg);
     bool known = false;
     cr_assert_eq(tsim_planner_options_set(&o, "optimal-node-limit", "250", &known, &err), 0, "%s", err.msg);
     cr_assert(known);
@@ -591,11 +603,13 @@ static void hard_record(uint64_t *seed, tsim_record *rec)
             rec->counts[r * 64 + e] = tsim_rand_range(seed, 0, 400) * (e < 8 ? 9 : 1) + (e % 5) * 37;
 }
 
-/* A budget of N subproblems: the search is cut after exactly N, whatever comes
- * back (incumbent or the empty plan) is a valid plan, carries the note and is
- * counted, with the gap left. */
+/* A budget of N subproblems (GLPK: its budget counts subproblems solved):
+ * the search is cut after exactly N, whatever comes back (incumbent or the
+ * empty plan) is a valid plan, carries the note and is counted, with the gap
+ * left. */
 Test(optimal, node_limit_cuts_after_exactly_n_subproblems)
 {
+    rig_solver = TSIM_OPTIMAL_GLPK;
     static const int limits[] = {1, 2, 7, 40};
     uint64_t seed = 0x5eed0005;
     for (size_t l = 0; l < sizeof limits / sizeof limits[0]; l++) {
@@ -632,6 +646,7 @@ Test(optimal, node_limit_cuts_after_exactly_n_subproblems)
  * with a budget of n, and cut with n - 1. */
 Test(optimal, node_limit_edge_proven_at_n_cut_at_n_minus_1)
 {
+    rig_solver = TSIM_OPTIMAL_GLPK;
     uint64_t seed = 0x5eed0006;
     int tried = 0;
     for (int trial = 0; trial < 200 && tried < 5; trial++) {

@@ -39,6 +39,8 @@ void tsim_plan_reset(tsim_plan *p)
 {
     p->count = 0;
     p->notes = 0;
+    p->search = TSIM_SEARCH_NONE;
+    p->search_gap = 0.0;
     p->placement_experts = 0;
     p->layout_positions = 0;
 }

@@ -23,12 +23,25 @@ enum {
     TSIM_NOTE_NODE_LIMIT = 1u << 4,     /* optimal: the node budget (--optimal-node-limit) cut the MIP search short */
 };
 
+/* How a budgeted search ended (tsim_plan.search). */
+enum {
+    TSIM_SEARCH_NONE = 0,         /* not a search: every planner but optimal */
+    TSIM_SEARCH_PROVED = 1,       /* the plan is proven optimal */
+    TSIM_SEARCH_STOPPED = 2,      /* the budget stopped it; the plan is the incumbent, search_gap set */
+    TSIM_SEARCH_NO_INCUMBENT = 3, /* the budget stopped it before any solution; the plan is a fallback */
+};
+
 typedef struct {
     int ranks;          /* R: width of an alloc row */
     int count;          /* replicas in use */
     int capacity;       /* replicas allocated */
     bool slot_limited;  /* false for LLEP: the K bound does not apply */
     uint32_t notes;     /* TSIM_NOTE_* bits for this record */
+    /* A planner that searches under a work budget (optimal) says how the
+     * search ended (TSIM_SEARCH_*) and, when stopped with an incumbent, the
+     * gap: its objective minus the proven lower bound (>= 0). Reset to none. */
+    uint8_t search;
+    double search_gap;
     tsim_replica *replicas;
     int64_t *alloc;     /* [capacity * ranks]: alloc[i * ranks + r] = tokens source r sends to replica i */
     /* Optional placement (eplb.md 1.1): home'(e) for placement_experts experts;

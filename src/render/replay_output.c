@@ -39,6 +39,19 @@ cJSON *tsim_planner_result_json(const tsim_session *s, int i)
     for (int b = 0; b < TSIM_NOTE_KINDS; b++)
         if (res->note_records[b])
             cJSON_AddNumberToObject(notes, tsim_note_names[b], (double)res->note_records[b]);
+    const int64_t *sr = res->search_records;
+    if (sr[TSIM_SEARCH_PROVED] + sr[TSIM_SEARCH_STOPPED] + sr[TSIM_SEARCH_NO_INCUMBENT] > 0) {
+        /* a budgeted search (optimal): how many records it proved, and the
+         * gap (objective - proven bound) where the budget stopped it */
+        cJSON *search = cJSON_AddObjectToObject(j, "search");
+        cJSON_AddNumberToObject(search, "proved", (double)sr[TSIM_SEARCH_PROVED]);
+        cJSON_AddNumberToObject(search, "stopped", (double)sr[TSIM_SEARCH_STOPPED]);
+        cJSON_AddNumberToObject(search, "no_incumbent", (double)sr[TSIM_SEARCH_NO_INCUMBENT]);
+        if (sr[TSIM_SEARCH_STOPPED] > 0) {
+            cJSON_AddNumberToObject(search, "gap_mean", res->search_gap_sum / (double)sr[TSIM_SEARCH_STOPPED]);
+            cJSON_AddNumberToObject(search, "gap_max", res->search_gap_max);
+        }
+    }
     return j;
 }
 
@@ -54,6 +67,27 @@ cJSON *tsim_session_params_json(const tsim_session *s)
 static void fmt(char *buf, size_t n, double v, int dec)
 {
     tsim_fmt_num(buf, n, v, dec);
+}
+
+/* The table's note for a budgeted search (optimal): records proven, stopped
+ * with an incumbent (and its gap to the proven bound), without one. */
+static void search_note(FILE *out, const char *label, const tsim_planner_result *res)
+{
+    const int64_t *sr = res->search_records;
+    if (sr[TSIM_SEARCH_PROVED] + sr[TSIM_SEARCH_STOPPED] + sr[TSIM_SEARCH_NO_INCUMBENT] == 0)
+        return;
+    fprintf(out, "\n%s: proved optimal in %lld of %lld records", label, (long long)sr[TSIM_SEARCH_PROVED],
+            (long long)res->records);
+    if (sr[TSIM_SEARCH_STOPPED] > 0) {
+        char mean[32], max[32];
+        fmt(mean, sizeof mean, res->search_gap_sum / (double)sr[TSIM_SEARCH_STOPPED], 6);
+        fmt(max, sizeof max, res->search_gap_max, 6);
+        fprintf(out, "; stopped at the budget in %lld (gap to the bound: mean %s, max %s)",
+                (long long)sr[TSIM_SEARCH_STOPPED], mean, max);
+    }
+    if (sr[TSIM_SEARCH_NO_INCUMBENT] > 0)
+        fprintf(out, "; no solution within the budget in %lld", (long long)sr[TSIM_SEARCH_NO_INCUMBENT]);
+    fprintf(out, "\n");
 }
 
 static double mean_of(const tsim_session *s, int p, int m)
@@ -174,6 +208,8 @@ static int print_summary_table(FILE *out, const tsim_session *s, tsim_format for
             if (s->results[p].note_records[b])
                 fprintf(out, "\n%s: %s in %lld of %lld records\n", s->planners[p].label, tsim_note_names[b],
                         (long long)s->results[p].note_records[b], (long long)s->results[p].records);
+    for (int p = 0; p < s->n_planners; p++)
+        search_note(out, s->planners[p].label, &s->results[p]);
     return 0;
 }
 

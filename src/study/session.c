@@ -10,6 +10,18 @@ const char *const tsim_note_names[TSIM_NOTE_KINDS] = {
     "auction_capped", "ipm_fallback", "threshold_skip", "gpu_fallback", "node_limit",
 };
 
+void tsim_planner_result_add_search(tsim_planner_result *res, const tsim_plan *plan)
+{
+    if (plan->search == TSIM_SEARCH_NONE || plan->search > TSIM_SEARCH_NO_INCUMBENT)
+        return;
+    res->search_records[plan->search]++;
+    if (plan->search == TSIM_SEARCH_STOPPED) {
+        res->search_gap_sum += plan->search_gap;
+        if (plan->search_gap > res->search_gap_max)
+            res->search_gap_max = plan->search_gap;
+    }
+}
+
 static int session_setup(tsim_session *s, int ranks, int experts, int ranks_per_node, int slots, const int32_t *home,
                          const tsim_planner *planners, int n_planners, double lambda_eval, bool start,
                          tsim_error *err);
@@ -319,6 +331,7 @@ static int score_plan(tsim_session *s, int i, const tsim_record *rec, tsim_plan 
     for (int b = 0; b < TSIM_NOTE_KINDS; b++)
         if (plan->notes & (1u << b))
             res->note_records[b]++;
+    tsim_planner_result_add_search(res, plan);
     res->records++;
     if (s->hook && (rc = s->hook(s->hook_ctx, s, i, rec, plan, &m, err)))
         return rc;
@@ -569,6 +582,7 @@ int tsim_session_commit(tsim_session *s, int planner, int64_t seq, const tsim_re
     for (int b = 0; b < TSIM_NOTE_KINDS; b++)
         if (notes & (1u << b))
             res->note_records[b]++;
+    tsim_planner_result_add_search(res, plan);
     res->records++;
     if (s->keep_indices && (rc = runs_add(res, seq, err)))
         return rc;

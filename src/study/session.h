@@ -31,6 +31,10 @@ typedef struct {
     tsim_layer_result *layers;
     int n_layers, cap_layers;
     int64_t note_records[TSIM_NOTE_KINDS]; /* records with each TSIM_NOTE_* bit */
+    /* Budgeted searches (tsim_plan.search): records per outcome, and the gap
+     * summed (in record order) and at most over the stopped ones. */
+    int64_t search_records[4];
+    double search_gap_sum, search_gap_max;
     int64_t records;
     /* With keep_indices (sharded replays): which records were planned, as
      * pairs (first, count) of ascending runs of their sequence numbers (the
@@ -38,6 +42,9 @@ typedef struct {
     int64_t *runs;
     int64_t n_runs, cap_runs;
 } tsim_planner_result;
+
+/* Counts a plan's search outcome into its planner's result. */
+void tsim_planner_result_add_search(tsim_planner_result *res, const tsim_plan *plan);
 
 /* Identity of a record, kept for per-record output. */
 typedef struct {

@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners optimal --optimal-solver clp

@@ -1,0 +1,1 @@
+$TAOTSIM replay traces/tiny-4rank.json --planners optimal,oc=optimal:--optimal-solver=cbc --optimal-node-limit 20 -j 3 2>&1
