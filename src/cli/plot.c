@@ -106,14 +106,15 @@ static int plot_advise(plotset *ps, const cJSON *root, tsim_error *err)
 }
 
 /* replay --by-layer: replay_layers, built by plot_layers.c. */
-static int plot_replay_layers(plotset *ps, const cJSON *results, tsim_error *err)
+static int plot_replay_layers(plotset *ps, const study *s, tsim_error *err)
 {
-    char *dat, *vars;
-    int rc = tsim_plot_layers_build(results, &dat, &vars, err);
+    char *dat, *vars, ctx[192], title[320];
+    plot_study_context(s, ctx, sizeof ctx);
+    snprintf(title, sizeof title, "Balancedness per layer, before and after planning%s%s%s", ctx[0] ? " (" : "",
+             ctx, ctx[0] ? ")" : "");
+    int rc = tsim_plot_layers_build(s->results, &dat, &vars, err);
     text *d = rc ? NULL : plot_add_dat(ps, "replay_layers");
-    text *v = d ? plot_add_figure(ps, "replay_layers", "replay_layers", "replay_layers.dat",
-                             "Balancedness per layer, before and after planning")
-                : NULL;
+    text *v = d ? plot_add_figure(ps, "replay_layers", "replay_layers", "replay_layers.dat", title) : NULL;
     if (v) {
         plot_text_add(d, "%s", dat);
         plot_text_add(v, "%s", vars);
@@ -152,7 +153,7 @@ static int build(const cJSON *root, plotset *ps, const char **study_name, tsim_e
     if (strcmp(name, "replay") == 0) {
         rc = plot_replay(ps, &s);
         if (!rc && tsim_plot_layers_present(results))
-            rc = plot_replay_layers(ps, results, err);
+            rc = plot_replay_layers(ps, &s, err);
     }
     else if (strcmp(name, "table1") == 0)
         rc = plot_table1(ps, &s);
