@@ -82,9 +82,17 @@ static int plot_advise(plotset *ps, const cJSON *root, tsim_error *err)
     int rc = d && v ? tsim_plot_advise_text(root, d, v, err) : plot_oom(err);
     if ((d && fclose(d)) || (v && fclose(v)))
         rc = rc ? rc : plot_oom(err);
-    const cJSON *trace = plot_field(plot_field(root, "params"), "trace");
-    char title[512];
-    snprintf(title, sizeof title, "taotsim advise: %s", cJSON_IsString(trace) ? trace->valuestring : "?");
+    /* the title: the trace and the settings' slot budgets (their memory axis) */
+    const cJSON *params = plot_field(root, "params"), *trace = plot_field(params, "trace"), *k;
+    char title[512], ks[160] = "";
+    size_t used = 0;
+    cJSON_ArrayForEach(k, plot_field(params, "slots"))
+    {
+        if (cJSON_IsNumber(k) && used < sizeof ks)
+            used += (size_t)snprintf(ks + used, sizeof ks - used, "%s%.6g", used ? ", " : ", slot budgets K = ",
+                                     k->valuedouble);
+    }
+    snprintf(title, sizeof title, "taotsim advise: %s%s", cJSON_IsString(trace) ? trace->valuestring : "?", ks);
     text *body = rc ? NULL : plot_add_dat(ps, "advise");
     if (!rc && !body)
         rc = err->code;

@@ -140,9 +140,9 @@ done
 plot advise_plot "$scratch/advise.json"
 balanced="balancedness (mean load / max load, mean over records)"
 for d in advise advise_plot; do
-    figure "$scratch/$d" advise_memory "~traces/ep16-imb50.jsonl.gz" "$balanced" \
+    figure "$scratch/$d" advise_memory "~traces/ep16-imb50.jsonl.gz, slot budgets K = 1, 2" "$balanced" \
         "memory per rank (MB): guest slots × one expert's weights" none eplb taot "Pareto set" recommended "target 0.95"
-    figure "$scratch/$d" advise_traffic "~traces/ep16-imb50.jsonl.gz" "$balanced" \
+    figure "$scratch/$d" advise_traffic "~traces/ep16-imb50.jsonl.gz, slot budgets K = 1, 2" "$balanced" \
         "weight traffic per record: weighted + re-homed intra + λ_eval × re-homed inter" none eplb taot "Pareto set" \
         recommended
 done
