@@ -82,9 +82,17 @@ static int plot_advise(plotset *ps, const cJSON *root, tsim_error *err)
     int rc = d && v ? tsim_plot_advise_text(root, d, v, err) : plot_oom(err);
     if ((d && fclose(d)) || (v && fclose(v)))
         rc = rc ? rc : plot_oom(err);
-    const cJSON *trace = plot_field(plot_field(root, "params"), "trace");
-    char title[512];
-    snprintf(title, sizeof title, "taotsim advise: %s", cJSON_IsString(trace) ? trace->valuestring : "?");
+    /* the title: the trace and the settings' slot budgets (their memory axis) */
+    const cJSON *params = plot_field(root, "params"), *trace = plot_field(params, "trace"), *k;
+    char title[512], ks[160] = "";
+    size_t used = 0;
+    cJSON_ArrayForEach(k, plot_field(params, "slots"))
+    {
+        if (cJSON_IsNumber(k) && used < sizeof ks)
+            used += (size_t)snprintf(ks + used, sizeof ks - used, "%s%.6g", used ? ", " : ", slot budgets K = ",
+                                     k->valuedouble);
+    }
+    snprintf(title, sizeof title, "taotsim advise: %s%s", cJSON_IsString(trace) ? trace->valuestring : "?", ks);
     text *body = rc ? NULL : plot_add_dat(ps, "advise");
     if (!rc && !body)
         rc = err->code;
@@ -106,14 +114,15 @@ static int plot_advise(plotset *ps, const cJSON *root, tsim_error *err)
 }
 
 /* replay --by-layer: replay_layers, built by plot_layers.c. */
-static int plot_replay_layers(plotset *ps, const cJSON *results, tsim_error *err)
+static int plot_replay_layers(plotset *ps, const study *s, tsim_error *err)
 {
-    char *dat, *vars;
-    int rc = tsim_plot_layers_build(results, &dat, &vars, err);
+    char *dat, *vars, ctx[192], title[320];
+    plot_study_context(s, ctx, sizeof ctx);
+    snprintf(title, sizeof title, "Balancedness per layer, before and after planning%s%s%s", ctx[0] ? " (" : "",
+             ctx, ctx[0] ? ")" : "");
+    int rc = tsim_plot_layers_build(s->results, &dat, &vars, err);
     text *d = rc ? NULL : plot_add_dat(ps, "replay_layers");
-    text *v = d ? plot_add_figure(ps, "replay_layers", "replay_layers", "replay_layers.dat",
-                             "Balancedness per layer, before and after planning")
-                : NULL;
+    text *v = d ? plot_add_figure(ps, "replay_layers", "replay_layers", "replay_layers.dat", title) : NULL;
     if (v) {
         plot_text_add(d, "%s", dat);
         plot_text_add(v, "%s", vars);
@@ -152,7 +161,7 @@ static int build(const cJSON *root, plotset *ps, const char **study_name, tsim_e
     if (strcmp(name, "replay") == 0) {
         rc = plot_replay(ps, &s);
         if (!rc && tsim_plot_layers_present(results))
-            rc = plot_replay_layers(ps, results, err);
+            rc = plot_replay_layers(ps, &s, err);
     }
     else if (strcmp(name, "table1") == 0)
         rc = plot_table1(ps, &s);

@@ -467,6 +467,17 @@ void plot_vars_index_list(text *v, const char *name, const bool *on, size_t n)
 
 
 
+/* A row's own slot budget: its planner_slots (the studies), else a replay
+ * row's slots where they differ from the command's; NULL when it has none. */
+static const cJSON *row_own_slots(const cJSON *root, const cJSON *row)
+{
+    const cJSON *k = plot_field(row, "planner_slots"), *rk = plot_field(row, "slots");
+    const cJSON *cmd = plot_field(plot_field(root, "params"), "slots");
+    if (cJSON_IsNumber(k))
+        return k;
+    return cJSON_IsNumber(rk) && cJSON_IsNumber(cmd) && rk->valuedouble != cmd->valuedouble ? rk : NULL;
+}
+
 /* Appends the planners that ran at a slot budget of their own (a study row's
  * planner_slots, MoonEP's E/R) to buf: " (moonep K = 8/4)", each K once. */
 static void own_slot_budgets(const study *s, char *buf, size_t n)
@@ -475,7 +486,7 @@ static void own_slot_budgets(const study *s, char *buf, size_t n)
     bool any = false;
     int i = 0;
     cJSON_ArrayForEach(r, rows) {
-        const cJSON *label = plot_field(r, "planner"), *k = plot_field(r, "planner_slots");
+        const cJSON *label = plot_field(r, "planner"), *k = row_own_slots(s->root, r);
         i++;
         if (!cJSON_IsString(label) || !cJSON_IsNumber(k))
             continue;
@@ -485,7 +496,7 @@ static void own_slot_budgets(const study *s, char *buf, size_t n)
         cJSON_ArrayForEach(q, rows) {
             if (++j >= i)
                 break;
-            const cJSON *ql = plot_field(q, "planner"), *qk = plot_field(q, "planner_slots");
+            const cJSON *ql = plot_field(q, "planner"), *qk = row_own_slots(s->root, q);
             if (cJSON_IsString(ql) && cJSON_IsNumber(qk) && strcmp(ql->valuestring, label->valuestring) == 0) {
                 same_planner = true;
                 seen |= qk->valuedouble == k->valuedouble;

@@ -20,8 +20,10 @@ static double metric_mean(const cJSON *res, const char *name)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
-/* One cell's data and script into memory; the caller writes them. */
-static int cell_files(const cJSON *cell, const cJSON *results, const char *name, text *d, text *g, tsim_error *err)
+/* One cell's data and script into memory; the caller writes them. ctx (the
+ * traces and K, as the other figures' titles name them) goes in the title. */
+static int cell_files(const cJSON *cell, const cJSON *results, const char *ctx, const char *name, text *d, text *g,
+                      tsim_error *err)
 {
     const cJSON *key = cJSON_GetObjectItemCaseSensitive(cell, "key");
     const cJSON *ws = cJSON_GetObjectItemCaseSensitive(cell, "weighted");
@@ -38,11 +40,11 @@ static int cell_files(const cJSON *cell, const cJSON *results, const char *name,
     plot_text_add(g, "# taotsim table1 --bounds: planners against the frontier, cell %s\n"
                   "if (!exists(\"fmt\")) fmt = \"png\"\nif (!exists(\"out\")) out = \"%s.\" . fmt\n"
                   "if (fmt eq \"svg\") set terminal svg size 800,560 dynamic; else set terminal pngcairo size 800,560\n"
-                  "set output out\nset termoption noenhanced\nset title \"%s: planners against the proven frontier (K, lambda_eval of the run)\"\n"
+                  "set output out\nset termoption noenhanced\nset title \"Table 1 (%s), cell %s: planners against the proven frontier\"\n"
                   "set xlabel \"weighted cost (mean per record)\"\nset ylabel \"rho after, %% (mean per record)\"\n"
                   "set key top right\nset grid\nplot \"%s.dat\" index 0 using 1:2 with fsteps lw 2 lc rgb \"#404040\" "
                   "title \"no plan below (lower bound)\"",
-                  key->valuestring, name, key->valuestring, name);
+                  key->valuestring, name, ctx, key->valuestring, name);
     int k = 0;
     for (const cJSON *r = results ? results->child : NULL; r; r = r->next) {
         const cJSON *rk = cJSON_GetObjectItemCaseSensitive(r, "key");
@@ -99,6 +101,8 @@ int tsim_plot_frontier(const cJSON *result, const char *outdir, const char *gnup
     if (!cJSON_IsArray(cells))
         return TSIM_OK;
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(result, "results");
+    char ctx[192];
+    plot_study_context(&(study){.root = result}, ctx, sizeof ctx);
     int rc = TSIM_OK;
     for (const cJSON *cell = cells->child; cell && rc == TSIM_OK; cell = cell->next) {
         const cJSON *key = cJSON_GetObjectItemCaseSensitive(cell, "key");
@@ -107,7 +111,7 @@ int tsim_plot_frontier(const cJSON *result, const char *outdir, const char *gnup
         for (char *p = name; *p; p++)
             *p = *p == '.' ? '_' : *p;
         text dat = {0}, gp = {0};
-        rc = cell_files(cell, results, name, &dat, &gp, err);
+        rc = cell_files(cell, results, ctx, name, &dat, &gp, err);
         if (rc == TSIM_OK) {
             snprintf(file, sizeof file, "%s.dat", name);
             rc = plot_write_file(outdir, file, &dat, written, err);

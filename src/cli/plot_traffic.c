@@ -67,8 +67,8 @@ static int write_script(const tsim_traffic *t, const char *label, const char *ba
     return rc;
 }
 
-int tsim_plot_traffic(const tsim_traffic *t, const tsim_session *s, const char *outdir, int formats, FILE *log,
-                      tsim_error *err)
+int tsim_plot_traffic(const tsim_traffic *t, const tsim_session *s, const char *trace_path, const char *outdir,
+                      int formats, FILE *log, tsim_error *err)
 {
     /* The replay checked gnuplot before it ran (tsim_plot_check); checking
      * again here is what finds its path, before any file is written. */
@@ -88,8 +88,11 @@ int tsim_plot_traffic(const tsim_traffic *t, const tsim_session *s, const char *
         snprintf(dat, sizeof dat, "%s.dat", base);
         int64_t min = -1, max = 0;
         rc = write_data(t, i, outdir, dat, &min, &max, err);
+        char who[TSIM_LABEL_MAX + 300]; /* the title names the planner, the trace and the planner's K */
+        snprintf(who, sizeof who, "%s (trace %s, K = %d)", s->planners[i].label,
+                 strrchr(trace_path, '/') ? strrchr(trace_path, '/') + 1 : trace_path, s->ptopo[i].slots);
         if (!rc)
-            rc = write_script(t, s->planners[i].label, base, min < 0 ? 0 : min, max, terminal, tmpl, outdir, err);
+            rc = write_script(t, who, base, min < 0 ? 0 : min, max, terminal, tmpl, outdir, err);
         if (!rc && (formats & TSIM_PLOT_PNG))
             rc = plot_render(gnuplot, outdir, base, "png", log, NULL, err);
         if (!rc && (formats & TSIM_PLOT_SVG))

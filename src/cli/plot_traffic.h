@@ -13,7 +13,7 @@
 #include "session.h"
 #include "traffic.h"
 
-int tsim_plot_traffic(const tsim_traffic *t, const tsim_session *s, const char *outdir, int formats, FILE *log,
-                      tsim_error *err);
+int tsim_plot_traffic(const tsim_traffic *t, const tsim_session *s, const char *trace_path, const char *outdir,
+                      int formats, FILE *log, tsim_error *err);
 
 #endif

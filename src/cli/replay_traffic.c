@@ -160,7 +160,6 @@ int tsim_replay_extras_write(tsim_replay_extras *x, const tsim_session *s, const
 
 int tsim_replay_extras_commit(tsim_replay_extras *x, const tsim_session *s, const char *trace_path, tsim_error *err)
 {
-    (void)trace_path;
     int rc;
     if (x->export_open) {
         x->export_open = false;
@@ -173,7 +172,7 @@ int tsim_replay_extras_commit(tsim_replay_extras *x, const tsim_session *s, cons
             return rc;
     }
     if (x->plots_dir && x->traffic_ready)
-        return tsim_plot_traffic(&x->traffic, s, x->plots_dir, x->plot_formats, stderr, err);
+        return tsim_plot_traffic(&x->traffic, s, trace_path, x->plots_dir, x->plot_formats, stderr, err);
     return TSIM_OK;
 }
 

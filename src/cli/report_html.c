@@ -160,6 +160,78 @@ static void object_table(FILE *f, const char *heading, const cJSON *rows)
     cJSON_Delete(cols);
 }
 
+/* replay --by-layer: one row per planner and layer, each metric's mean ± std
+ * over the layer's records, and vLLM's balancedness after planning. */
+static void layers_table(FILE *f, const cJSON *results)
+{
+    cJSON *metrics = cJSON_CreateObject();
+    const cJSON *r, *e, *m;
+    bool any = false;
+    cJSON_ArrayForEach(r, results)
+    {
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(r, "layers"))
+        {
+            collect(metrics, e, "metrics");
+            any = true;
+        }
+    }
+    if (any) {
+        fputs("<h3>Per layer</h3>\n<table>\n<tr><th>planner</th><th>layer</th><th>records</th>", f);
+        cJSON_ArrayForEach(m, metrics) { fprintf(f, "<th>%s<br>mean ± std</th>", m->string); }
+        fputs("<th>balancedness (vLLM's form)<br>after</th></tr>\n", f);
+    }
+    cJSON_ArrayForEach(r, results)
+    {
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(r, "layers"))
+        {
+            fputs("<tr><td>", f);
+            cell(f, cJSON_GetObjectItemCaseSensitive(r, "planner"));
+            fputs("</td><td>", f);
+            cell(f, cJSON_GetObjectItemCaseSensitive(e, "layer"));
+            fputs("</td><td>", f);
+            cell(f, cJSON_GetObjectItemCaseSensitive(e, "record_count"));
+            fputs("</td>", f);
+            const cJSON *em = cJSON_GetObjectItemCaseSensitive(e, "metrics");
+            cJSON_ArrayForEach(m, metrics)
+            {
+                const cJSON *s = cJSON_GetObjectItemCaseSensitive(em, m->string);
+                const cJSON *mean = cJSON_GetObjectItemCaseSensitive(s, "mean");
+                const cJSON *sd = cJSON_GetObjectItemCaseSensitive(s, "std");
+                fputs("<td>", f);
+                if (cJSON_IsNumber(mean))
+                    fprintf(f, "%.4g", mean->valuedouble);
+                if (cJSON_IsNumber(sd))
+                    fprintf(f, " ± %.3g", sd->valuedouble);
+                fputs("</td>", f);
+            }
+            fputs("<td>", f);
+            cell(f, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(e, "balancedness_vllm"), "after"));
+            fputs("</td></tr>\n", f);
+        }
+    }
+    if (any)
+        fputs("</table>\n", f);
+    cJSON_Delete(metrics);
+}
+
+/* taotsim advise: the setting it recommends and why, then every setting it
+ * tried with its cost, balancedness and whether it is on the Pareto set. */
+static void advise_tables(FILE *f, const cJSON *root)
+{
+    const cJSON *rec = cJSON_GetObjectItemCaseSensitive(root, "recommendation");
+    const cJSON *reason = cJSON_GetObjectItemCaseSensitive(rec, "reason");
+    if (cJSON_IsObject(rec)) {
+        fputs("<h3>Recommendation</h3>\n<p>", f);
+        if (cJSON_IsString(reason))
+            esc(f, reason->valuestring);
+        else
+            fputs("no setting reaches the target balancedness", f);
+        fputs("</p>\n", f);
+    }
+    object_table(f, "Settings (pareto: on the Pareto set of memory, weight traffic and balancedness)",
+                 cJSON_GetObjectItemCaseSensitive(root, "settings"));
+}
+
 /* Copies an SVG file inline: from "<svg" on (no XML prolog or DOCTYPE, whose
  * DTD is a URL), without the namespace attributes, which HTML does not need
  * and which look like links. */
@@ -300,6 +372,8 @@ int tsim_report_html_section(FILE *f, const cJSON *root, const char *source, boo
     fputs("<h3>Results</h3>\n", f);
     results_table(f, results);
     object_table(f, "Break-even λ*", cJSON_GetObjectItemCaseSensitive(root, "break_even"));
+    layers_table(f, results);
+    advise_tables(f, root);
     int rc = draw ? figures(f, root, source, err) : TSIM_OK;
     fputs("</section>\n", f);
     return rc;

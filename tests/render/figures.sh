@@ -1,12 +1,13 @@
 #!/bin/sh
 # One render test per figure family, through the command line as a user runs
 # it: a result from the study command, `taotsim plot RESULT --format both`
-# (the fit: `taotsim fit --plots`), then for each family's figure: gnuplot
-# wrote a PNG and an SVG, the SVG is well-formed, draws paths, and shows the
-# title the script sets (naming the trace or regime and K where it has them),
-# both axis labels and every legend entry (planners, "paper", the key of a
-# heat map). Exits 77 (skipped) without gnuplot's pngcairo and svg
-# terminals or python3. Env: TAOTSIM (the binary), TSIM_SOURCE_ROOT.
+# (the fit, advise and replay --traffic: their --plots), then for each
+# family's figure: gnuplot wrote a PNG and an SVG, the SVG is well-formed,
+# draws paths, and shows the title the script sets (naming the trace or
+# regime and K where it has them), both axis labels and every legend entry
+# (planners, "paper", the key of a heat map, whose colour box is counted).
+# Exits 77 (skipped) without gnuplot's pngcairo and svg terminals or python3.
+# Env: TAOTSIM (the binary), TSIM_SOURCE_ROOT.
 set -u
 root=${TSIM_SOURCE_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
 bin=${TAOTSIM:-$root/build/taotsim}
@@ -25,8 +26,9 @@ bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 
 # figure DIR NAME TEXT...: DIR/NAME.png and DIR/NAME.svg are rendered, the
 # SVG draws at least 10 paths and shows each TEXT as one of its text
-# elements; "~TEXT" asks for a text element that contains TEXT (a title).
-# The script NAME.gp sets the title shown.
+# elements; "~TEXT" asks for a text element that contains TEXT (a title);
+# "#colorboxes N" for N colour boxes (a heat map's key, see svg_text.py).
+# The script NAME.gp sets the title shown (TITLE = or set title).
 figure() {
     dir=$1
     name=$2
@@ -45,11 +47,13 @@ figure() {
     for want in "$@"; do
         case $want in
         "~"*) grep -qF -- "${want#\~}" "$scratch/text" || { bad "$name: no text containing '${want#\~}'"; return; } ;;
+        "#"*) grep -qxF -- "$want" "$scratch/text" ||
+            { bad "$name: expected $want (the key of a heat map), the SVG has $(grep '^#colorboxes' "$scratch/text")"; return; } ;;
         *) grep -qxF -- "$want" "$scratch/text" || { bad "$name: no text '$want' (axis label or legend)"; return; } ;;
         esac
     done
     # the title the script sets, each of its lines (\n in the string)
-    sed -n 's/^TITLE = "\(.*\)"$/\1/p' "$dir/$name.gp" | sed 's/\\n/\n/g' >"$scratch/title"
+    sed -n 's/^TITLE = "\(.*\)"$/\1/p; s/^set title "\(.*\)"$/\1/p' "$dir/$name.gp" | sed 's/\\n/\n/g' >"$scratch/title"
     [ -s "$scratch/title" ] || { bad "$name: $name.gp sets no TITLE"; return; }
     missing=$(grep -vxF -f "$scratch/text" "$scratch/title" | head -1)
     [ -z "$missing" ] || { bad "$name: the title line '$missing' of $name.gp is not drawn"; return; }
@@ -123,8 +127,56 @@ figure "$scratch/scaling" scaling_slots_weighted "~vs" taot echo
 for p in taot echo; do
     figure "$scratch/fit" fit_residual_$p "~fit: $p against the paper" \
         "in each square: ours (top, black), the paper's value (below, grey)" \
-        "~hot ranks 1, hot experts all, skew 0, concentration 200, 512 tokens" "improve pp" intra inter EP16 EP32
+        "~hot ranks 1, hot experts all, skew 0, concentration 200, 512 tokens" "improve pp" intra inter EP16 EP32 \
+        "#colorboxes 1"
 done
+
+# advise: balancedness against memory and against weight traffic, one colour
+# per planner, the Pareto set and the recommended setting in the legend; the
+# same figures from `advise --plots` and from `taotsim plot` of its JSON
+"$bin" advise traces/ep16-imb50.jsonl.gz --planners none,eplb,taot --slot-list 1,2 --intervals 1,8 --lambda-plan 3 \
+    --format json -o "$scratch/advise.json" --plots "$scratch/advise" >/dev/null 2>"$scratch/advise.err" ||
+    bad "advise --plots failed: $(head -3 "$scratch/advise.err")"
+plot advise_plot "$scratch/advise.json"
+balanced="balancedness (mean load / max load, mean over records)"
+for d in advise advise_plot; do
+    figure "$scratch/$d" advise_memory "~traces/ep16-imb50.jsonl.gz, slot budgets K = 1, 2" "$balanced" \
+        "memory per rank (MB): guest slots × one expert's weights" none eplb taot "Pareto set" recommended "target 0.95"
+    figure "$scratch/$d" advise_traffic "~traces/ep16-imb50.jsonl.gz, slot budgets K = 1, 2" "$balanced" \
+        "weight traffic per record: weighted + re-homed intra + λ_eval × re-homed inter" none eplb taot "Pareto set" \
+        recommended
+done
+
+# replay --by-layer: balancedness per layer; moonep plans at its own K (E/R),
+# which the title names beside the replay's K
+"$bin" replay $trace --planners taot,eplb,moonep --by-layer --format json -o "$scratch/layers.json" 2>/dev/null
+plot layers "$scratch/layers.json"
+figure "$scratch/layers" replay_layers "~trace ep16-imb30.jsonl.gz, K = 2 (moonep K = 8)" layer \
+    "balancedness: mean load / max load" taot eplb moonep "dotted: vLLM's form" "before planning"
+
+# table1 --bounds: each planner's point against the frontier's lower bound.
+# Ten one-record traces with few experts keep the bound's LPs fast.
+mkdir -p "$scratch/tr"
+for ep in 16 32; do
+    for imb in 10 20 30 50 70; do
+        "$bin" gen -o "$scratch/tr/ep$ep-imb$imb.jsonl.gz" --experts $((2 * ep)) --ep $ep --topk 2 --tokens 2048 \
+            --microbatches 1 --layers 1 --concentration 1000 --imbalance 0.$imb 2>/dev/null ||
+            bad "gen ep$ep-imb$imb failed"
+    done
+done
+"$bin" table1 --traces "$scratch/tr" --planners taot,echo --bounds --format json -o "$scratch/bounds.json"
+plot bounds "$scratch/bounds.json"
+figure "$scratch/bounds" table1_frontier_ep32_imb70 "~Table 1 (traces in tr, K = 2), cell ep32.imb70" \
+    "weighted cost (mean per record)" "rho after, % (mean per record)" "no plan below (lower bound)" taot echo
+
+# replay --traffic: a heat map per planner, before and after, each panel with
+# its colour box (the key) labelled; the title names the planner's own K
+"$bin" replay $trace --planners taot,moonep --traffic node --plots "$scratch/traffic" --plot-format both \
+    -o "$scratch/traffic.md" 2>"$scratch/traffic.err" || bad "replay --traffic --plots failed: $(head -3 "$scratch/traffic.err")"
+figure "$scratch/traffic" traffic_taot "~taot (trace ep16-imb30.jsonl.gz, K = 2)" "computing node" "source node" \
+    before after tokens "#colorboxes 2"
+figure "$scratch/traffic" traffic_moonep "~moonep (trace ep16-imb30.jsonl.gz, K = 8)" "computing node" "source node" \
+    before after tokens "#colorboxes 2"
 
 echo "script: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

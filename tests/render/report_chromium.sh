@@ -41,7 +41,12 @@ export TAOTSIM_NO_PROGRESS=1 TMPDIR="$scratch"
 "$bin" table1 --planners taot,echo --format json -o "$scratch/t.json" --report "$scratch/t1.html" &&
     "$bin" replay "$root/traces/ep16-imb30.jsonl.gz" --planners taot,fastermoe --per-record --format json \
         -o "$scratch/r.json" 2>/dev/null &&
-    "$bin" report "$scratch/t.json" "$scratch/r.json" -o "$scratch/report.html" || {
+    "$bin" report "$scratch/t.json" "$scratch/r.json" -o "$scratch/report.html" &&
+    "$bin" advise "$root/traces/ep16-imb50.jsonl.gz" --planners none,eplb,taot --slot-list 1,2 --intervals 8 \
+        --format json -o "$scratch/a.json" &&
+    "$bin" replay "$root/traces/ep16-imb30.jsonl.gz" --planners taot,eplb --by-layer --format json \
+        -o "$scratch/l.json" 2>/dev/null &&
+    "$bin" report "$scratch/a.json" "$scratch/l.json" -o "$scratch/advise.html" || {
     echo "FAIL: taotsim could not write the reports"
     echo "script: 0 passed, 1 failed"
     exit 1
@@ -104,6 +109,47 @@ PY
 }
 check "table1 --report as Chromium builds it" dom_check "$scratch/t1.html" 1
 check "taotsim report of table1 and replay as Chromium builds it" dom_check "$scratch/report.html" 2
+check "taotsim report of advise and replay --by-layer as Chromium builds it" dom_check "$scratch/advise.html" 2
+# The file as html.parser reads it: every tag closed, no URL in any
+# attribute or text (the inline figures' namespaces are dropped), and the
+# advise section's recommendation and settings and the per-layer table there.
+no_url() {
+    python3 - "$1" <<'PY'
+import html.parser, re, sys
+
+class Scan(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.open, self.urls, self.h3 = [], [], []
+        self.in_h3 = False
+    def handle_starttag(self, tag, attrs):
+        if tag not in ("meta", "br"):  # void elements; the figures' are self-closed
+            self.open.append(tag)
+        self.in_h3 = tag == "h3"
+        self.urls += [v for _, v in attrs if v and re.search(r"(https?|ftp)://|^//", v)]
+    def handle_startendtag(self, tag, attrs):
+        self.urls += [v for _, v in attrs if v and re.search(r"(https?|ftp)://|^//", v)]
+    def handle_endtag(self, tag):
+        if not self.open or self.open.pop() != tag:
+            self.open.append("(</%s> out of order)" % tag)
+    def handle_data(self, data):
+        self.urls += re.findall(r"https?://\S+", data)
+        if self.in_h3:
+            self.h3.append(data.split(" (")[0])
+            self.in_h3 = False
+
+p = Scan()
+p.feed(open(sys.argv[1], encoding="utf-8").read())
+p.close()
+want = {"Recommendation", "Settings", "Per layer", "Figures"}
+problems = ["unclosed: %s" % " ".join(p.open)] if p.open else []
+problems += ["URL %s" % u for u in p.urls[:3]]
+problems += ["no <h3> %s" % w for w in sorted(want - set(p.h3))]
+print("; ".join(problems) if problems else "ok: parsed, no URL, %s" % ", ".join(sorted(want)))
+sys.exit(1 if problems else 0)
+PY
+}
+check "the advise and per-layer report parses and loads nothing" no_url "$scratch/advise.html"
 # The top of the page as Chromium draws it: the results table and the first
 # figures. Not blank (over 5% ink), and the figures drawn (over 1% strongly
 # coloured pixels: the tables and text are grey).
