@@ -4,7 +4,7 @@
 
 FIGURE = "advise_memory"
 DATA = "advise.dat"
-TITLE = "taotsim advise: traces/ep32-drift-long.jsonl.gz"
+TITLE = "taotsim advise: traces/ep32-drift-long.jsonl.gz, slot budgets K = 1, 2, 4"
 XCOL = 1
 XLABEL = "memory per rank (MB): guest slots × one expert's weights"
 PLANNERS = "eplb trtllm swift"

@@ -4,7 +4,7 @@
 
 FIGURE = "advise_traffic"
 DATA = "advise.dat"
-TITLE = "taotsim advise: traces/ep32-drift-long.jsonl.gz"
+TITLE = "taotsim advise: traces/ep32-drift-long.jsonl.gz, slot budgets K = 1, 2, 4"
 XCOL = 2
 XLABEL = "weight traffic per record: weighted + re-homed intra + λ_eval × re-homed inter"
 PLANNERS = "eplb trtllm swift"
