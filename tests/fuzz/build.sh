@@ -29,14 +29,15 @@ else
 fi
 
 # Every library layer's folder is an include directory, as in meson.
-layer_dirs="$root/src/util $root/src/model $root/src/trace $root/src/planner $(find "$root/baselines" -type d) $root/gpu $root/src/registry $root/src/study $root/src/render"
+layer_dirs="$root/src/util $root/src/model $root/src/trace $root/src/planner $root/src/bound $(find "$root/baselines" -type d) $root/gpu $root/src/registry $root/src/study $root/src/render"
 layer_includes=""
 for d in $layer_dirs; do layer_includes="$layer_includes -I$d"; done
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # -DTSIM_FUZZING: nothing in the library depends on it; handy for local guards.
 cflags="-std=c11 -g -O1 -D_POSIX_C_SOURCE=200809L -ffp-contract=off -DTSIM_FUZZING $san
-        -I$out $layer_includes $(pkg-config --cflags libcjson gsl zlib libzip)"
-libs="$(pkg-config --libs libcjson gsl zlib libzip) -lglpk -lm -lpthread"
+        -I$out $layer_includes $(pkg-config --cflags libcjson gsl zlib libzip cbc)"
+# CBC's libraries before CLP's, as src/bound/meson.build explains.
+libs="$(pkg-config --libs libcjson gsl zlib libzip cbc) -lClp -lCoinUtils -lglpk -lm -lpthread"
 
 # Library objects, rebuilt when the source or any header is newer.
 newest_header=$(find $layer_dirs -maxdepth 1 -name '*.h' -printf '%T@ %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
