@@ -169,21 +169,16 @@ static void glpk_bounds(double lo, double hi, int *type, double *l, double *u)
         *type = GLP_DB;
 }
 
-static int solve_glpk(tsim_lp *lp, int iteration_limit, tsim_lp_status *status, double *objective, int *iterations,
-                      tsim_error *err)
+int tsim_lp_load_glpk(struct glp_prob *p, const tsim_lp *lp, const bool *integer, tsim_error *err)
 {
-    glp_term_out(GLP_OFF);
-    glp_prob *p = glp_create_prob();
     int *ia = malloc(sizeof *ia * (size_t)(lp->nnz + 1));
     int *ja = malloc(sizeof *ja * (size_t)(lp->nnz + 1));
     double *ar = malloc(sizeof *ar * (size_t)(lp->nnz + 1));
-    if (!p || !ia || !ja || !ar) {
+    if (!ia || !ja || !ar) {
         free(ia);
         free(ja);
         free(ar);
-        if (p)
-            glp_delete_prob(p);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "bound: out of memory starting GLPK");
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory loading the LP into GLPK");
     }
     glp_set_obj_dir(p, GLP_MIN);
     if (lp->nrows > 0)
@@ -197,6 +192,8 @@ static int solve_glpk(tsim_lp *lp, int iteration_limit, tsim_lp_status *status, 
         glp_set_row_bnds(p, i + 1, type, l, u);
     }
     for (int j = 0; j < lp->ncols; j++) {
+        if (integer && integer[j])
+            glp_set_col_kind(p, j + 1, GLP_IV);
         glpk_bounds(lp->col_lo[j], lp->col_hi[j], &type, &l, &u);
         glp_set_col_bnds(p, j + 1, type, l, u);
         glp_set_obj_coef(p, j + 1, lp->obj[j]);
@@ -210,6 +207,20 @@ static int solve_glpk(tsim_lp *lp, int iteration_limit, tsim_lp_status *status, 
     free(ia);
     free(ja);
     free(ar);
+    return TSIM_OK;
+}
+
+static int solve_glpk(tsim_lp *lp, int iteration_limit, tsim_lp_status *status, double *objective, int *iterations,
+                      tsim_error *err)
+{
+    glp_term_out(GLP_OFF);
+    glp_prob *p = glp_create_prob();
+    if (!p)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "bound: GLPK could not create a problem");
+    if (tsim_lp_load_glpk(p, lp, NULL, err)) {
+        glp_delete_prob(p);
+        return err->code;
+    }
     glp_smcp parm;
     glp_init_smcp(&parm);
     parm.msg_lev = GLP_MSG_OFF;

@@ -9,6 +9,8 @@
 
 #include "error.h"
 
+struct glp_prob;
+
 typedef enum {
     TSIM_LP_CLP = 0,  /* COIN-OR CLP, dual simplex */
     TSIM_LP_GLPK = 1, /* GLPK glp_simplex, dual simplex */
@@ -53,5 +55,10 @@ int tsim_lp_solve(tsim_lp *lp, tsim_lp_solver solver, int iteration_limit, tsim_
                   double *objective, int *iterations, tsim_error *err);
 
 const char *tsim_lp_solver_name(tsim_lp_solver s);
+
+/* Loads lp into an empty GLPK problem p (minimise; rows, columns, bounds,
+ * objective, matrix); columns with integer[j] set become integer (integer
+ * may be NULL: an LP). The one place an LP is handed to GLPK. */
+int tsim_lp_load_glpk(struct glp_prob *p, const tsim_lp *lp, const bool *integer, tsim_error *err);
 
 #endif

@@ -124,63 +124,6 @@ static void glpk_callback(glp_tree *tree, void *info)
     b->selected++;
 }
 
-static void glpk_bounds(double lo, double hi, int *type, double *l, double *u)
-{
-    *l = isinf(lo) ? 0.0 : lo;
-    *u = isinf(hi) ? 0.0 : hi;
-    if (isinf(lo) && isinf(hi))
-        *type = GLP_FR;
-    else if (isinf(hi))
-        *type = GLP_LO;
-    else if (isinf(lo))
-        *type = GLP_UP;
-    else if (lo == hi)
-        *type = GLP_FX;
-    else
-        *type = GLP_DB;
-}
-
-static int glpk_load(glp_prob *p, const tsim_lp *lp, const bool *integer, tsim_error *err)
-{
-    int *ia = malloc(sizeof *ia * (size_t)(lp->nnz + 1));
-    int *ja = malloc(sizeof *ja * (size_t)(lp->nnz + 1));
-    double *ar = malloc(sizeof *ar * (size_t)(lp->nnz + 1));
-    if (!ia || !ja || !ar) {
-        free(ia);
-        free(ja);
-        free(ar);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "mip: out of memory starting GLPK");
-    }
-    glp_set_obj_dir(p, GLP_MIN);
-    if (lp->nrows > 0)
-        glp_add_rows(p, lp->nrows);
-    if (lp->ncols > 0)
-        glp_add_cols(p, lp->ncols);
-    int type;
-    double l, u;
-    for (int i = 0; i < lp->nrows; i++) {
-        glpk_bounds(lp->row_lo[i], lp->row_hi[i], &type, &l, &u);
-        glp_set_row_bnds(p, i + 1, type, l, u);
-    }
-    for (int j = 0; j < lp->ncols; j++) {
-        if (integer[j])
-            glp_set_col_kind(p, j + 1, GLP_IV);
-        glpk_bounds(lp->col_lo[j], lp->col_hi[j], &type, &l, &u);
-        glp_set_col_bnds(p, j + 1, type, l, u);
-        glp_set_obj_coef(p, j + 1, lp->obj[j]);
-        for (int k = lp->start[j]; k < lp->start[j + 1]; k++) {
-            ia[k + 1] = lp->index[k] + 1;
-            ja[k + 1] = j + 1;
-            ar[k + 1] = lp->value[k];
-        }
-    }
-    glp_load_matrix(p, lp->nnz, ia, ja, ar);
-    free(ia);
-    free(ja);
-    free(ar);
-    return TSIM_OK;
-}
-
 /* GLPK keeps its memory in a per-thread environment, freed before return, so
  * nothing of a solve outlives the call or crosses threads. */
 static int solve_glpk(const tsim_lp *lp, const bool *integer, int node_limit, double *x, tsim_mip_result *out,
@@ -188,7 +131,7 @@ static int solve_glpk(const tsim_lp *lp, const bool *integer, int node_limit, do
 {
     glp_term_out(GLP_OFF);
     glp_prob *p = glp_create_prob();
-    int rc = p ? glpk_load(p, lp, integer, err)
+    int rc = p ? tsim_lp_load_glpk(p, lp, integer, err)
                : tsim_error_set(err, TSIM_E_INTERNAL, "mip: GLPK could not create a problem");
     if (rc)
         goto done;
