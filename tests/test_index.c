@@ -2,6 +2,9 @@
  * gzip members hold whole records, the index round-trips through its file,
  * and a changed trace is detected as stale. */
 #include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,8 +252,26 @@ static void write_mixed(const char *path, uint64_t seed, int n, int bad)
     fclose(fp);
 }
 
+/* A thread of the caller's sharing the parsing (tsim_reader_share_parsing). */
+typedef struct {
+    tsim_reader *r;
+    atomic_bool stop;
+} sharer;
+
+static void *share_loop(void *arg)
+{
+    sharer *h = arg;
+    while (!atomic_load(&h->stop))
+        if (!tsim_reader_help(h->r))
+            sched_yield();
+    return NULL;
+}
+
 /* Everything a reader hands out, as text: each record's fields and counts,
- * each warning where it came, and the final status and message. */
+ * each warning where it came, and the final status and message. threads > 0:
+ * that many parsing threads of the reader's own; < 0: -threads of ours share
+ * the parsing, and we take every record's counts buffer, handing the reader
+ * one full of garbage (it must rewrite every cell). */
 static char *read_all(const char *path, const tsim_read_options *o, int threads)
 {
     size_t cap = 1 << 16, n = 0;
@@ -269,18 +290,43 @@ static char *read_all(const char *path, const tsim_read_options *o, int threads)
     tsim_error err = {0};
     int rc = tsim_reader_open(&r, path, o, &err);
     cr_assert_eq(rc, TSIM_OK, "%s", err.msg);
-    cr_assert_eq(tsim_reader_set_threads(r, threads, &err), TSIM_OK, "%s", err.msg);
+    sharer h = {.r = r};
+    pthread_t tids[4];
+    const int sharers = threads < 0 ? -threads : 0;
+    atomic_init(&h.stop, false);
+    if (threads >= 0) {
+        cr_assert_eq(tsim_reader_set_threads(r, threads, &err), TSIM_OK, "%s", err.msg);
+    } else {
+        cr_assert_eq(tsim_reader_share_parsing(r, sharers, &err), TSIM_OK, "%s", err.msg);
+        cr_assert(tsim_reader_lends_counts(r));
+        for (int i = 0; i < sharers; i++)
+            cr_assert_eq(pthread_create(&tids[i], NULL, share_loop, &h), 0);
+    }
+    int64_t *spare = NULL;
     const tsim_record *rec;
     const char *w;
     while ((rc = tsim_reader_next(r, &rec, &err)) == 1) {
         PUT("%lld %lld %ld %s %lld:", (long long)rec->microbatch, (long long)rec->layer, rec->line, rec->tag,
             (long long)rec->index);
-        for (int i = 0; i < rec->ranks * rec->experts; i++)
+        const size_t cells = (size_t)rec->ranks * (size_t)rec->experts;
+        for (size_t i = 0; i < cells; i++)
             PUT(" %lld", (long long)rec->counts[i]);
         PUT("\n");
         while ((w = tsim_reader_take_warning(r)))
             PUT("warning: %s\n", w);
+        if (sharers) {
+            if (!spare)
+                spare = malloc(sizeof *spare * cells);
+            memset(spare, 0xab, sizeof *spare * cells);
+            int64_t *taken = rec->counts;
+            tsim_reader_replace_counts(r, spare);
+            spare = taken;
+        }
     }
+    atomic_store(&h.stop, true);
+    for (int i = 0; i < sharers; i++)
+        pthread_join(tids[i], NULL);
+    free(spare);
     PUT("end %d %s\n", rc, rc ? err.msg : "");
     while ((w = tsim_reader_take_warning(r)))
         PUT("warning: %s\n", w);
@@ -322,6 +368,9 @@ Test(index, parallel_parsing_reads_what_one_thread_reads)
             char *many = read_all(file, o, t);
             cr_assert_str_eq(many, one, "trial %d, %d more threads", trial, t);
             free(many);
+            char *shared = read_all(file, o, -t);
+            cr_assert_str_eq(shared, one, "trial %d, %d sharing threads", trial, t);
+            free(shared);
         }
         free(one);
     }

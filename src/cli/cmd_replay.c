@@ -556,6 +556,12 @@ static int shard_index(replay_run *x)
  * reads every record), and an indexed shard's reader moved to its range,
  * the blocks it reads checked against the index (all of them when it reads
  * everything). */
+/* An idle planning thread parses a line the reader has read ahead. */
+static bool help_parse(void *reader)
+{
+    return tsim_reader_help(reader);
+}
+
 static int shard_seek(replay_run *x)
 {
     for (int p = 0; p < x->s.n_planners; p++)
@@ -694,14 +700,17 @@ static int replay_setup(replay_run *x)
     s->hook_ctx = &x->hctx;
     if (shard_seek(x))
         return tsim_cli_fail(cmd, &x->err);
-    /* -j N: JSON Lines records are parsed on N - 1 more threads too */
-    if (a->jobs > 1 && tsim_reader_set_threads(x->reader, a->jobs - 1, &x->err))
+    /* -j N: JSON Lines records are read ahead and the N - 1 planning threads
+     * parse them whenever no planning task waits (no more threads than -j) */
+    if (a->jobs > 1 && tsim_reader_share_parsing(x->reader, a->jobs - 1, &x->err))
         return tsim_cli_fail(cmd, &x->err);
     /* -j and shards plan through the threaded path (one thread with -j 1). */
     if ((a->jobs > 1 || x->sharded) && tsim_session_jobs_start(&x->jobs, s, a->jobs, &x->err))
         return tsim_cli_fail(cmd, &x->err);
-    if (x->jobs)
+    if (x->jobs) {
         tsim_session_jobs_skip(x->jobs, x->first_seq);
+        tsim_session_jobs_set_idle(x->jobs, help_parse, x->reader);
+    }
     return 0;
 }
 
@@ -741,8 +750,15 @@ static int replay_records(replay_run *x)
                 want[p] = tsim_shard_owner(memory[p], p, x->layers.dense[at], seq, x->total, shard.count) ==
                           shard.index;
         }
-        int rc = x->jobs ? tsim_session_jobs_record(x->jobs, rec, x->sharded ? want : NULL, &x->err)
+        int rc;
+        if (x->jobs && tsim_reader_lends_counts(x->reader)) {
+            int64_t *counts = rec->counts;
+            rc = tsim_session_jobs_record_move(x->jobs, rec, x->sharded ? want : NULL, &counts, &x->err);
+            tsim_reader_replace_counts(x->reader, counts);
+        } else {
+            rc = x->jobs ? tsim_session_jobs_record(x->jobs, rec, x->sharded ? want : NULL, &x->err)
                          : tsim_session_record(s, rec, &x->err);
+        }
         if (rc)
             return tsim_cli_fail(cmd, &x->err);
         int64_t done_bytes, total_bytes;

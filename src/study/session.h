@@ -206,11 +206,22 @@ int tsim_session_jobs_start(tsim_session_jobs **out, tsim_session *s, int worker
  * no planner wants is skipped. Hand it every record of the trace: the calls
  * number them (keep_indices). May plan and commit earlier records. */
 int tsim_session_jobs_record(tsim_session_jobs *j, const tsim_record *rec, const bool *want, tsim_error *err);
+/* The same without the copy: *counts_io (rec->counts, R x E cells the caller
+ * owns) goes into the queue, and *counts_io comes back as another buffer of
+ * that size, the caller's now (unchanged when the record is not queued). */
+int tsim_session_jobs_record_move(tsim_session_jobs *j, const tsim_record *rec, const bool *want, int64_t **counts_io,
+                                  tsim_error *err);
 /* Plans and commits everything queued. */
 /* Counts n records as handed in without handing them in: a shard that
  * starts reading at its range (an indexed trace) numbers its records as the
  * whole trace does. Before the first tsim_session_jobs_record. */
 void tsim_session_jobs_skip(tsim_session_jobs *j, int64_t n);
+/* Work a planning thread does when no task waits, before it sleeps: idle(ctx)
+ * does one piece and returns whether there was one (replay gives it the
+ * reader's tsim_reader_help, so the planning threads parse read-ahead lines
+ * too). Called without any lock, from any of the threads but the caller's;
+ * ctx must outlive tsim_session_jobs_free. Before the first record. */
+void tsim_session_jobs_set_idle(tsim_session_jobs *j, bool (*idle)(void *ctx), void *ctx);
 int tsim_session_jobs_finish(tsim_session_jobs *j, tsim_error *err);
 /* Stops the threads (after finishing what they run) and frees. */
 void tsim_session_jobs_free(tsim_session_jobs *j);

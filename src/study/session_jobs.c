@@ -98,6 +98,8 @@ struct tsim_session_jobs {
     pthread_cond_t done;  /* a task finished */
     jobs_worker *w;       /* [workers] */
     bool lock_ready;
+    bool (*idle)(void *); /* other work for an idle thread (tsim_session_jobs_set_idle) */
+    void *idle_ctx;
 };
 
 /* ---- chains ------------------------------------------------------------------ */
@@ -366,6 +368,18 @@ static void *worker_main(void *arg)
         if (j->stop)
             break;
         int p, n = take_tasks(j, w, &p);
+        if (n == 0 && j->idle) {
+            pthread_mutex_unlock(&j->lock);
+            bool helped = j->idle(j->idle_ctx);
+            pthread_mutex_lock(&j->lock);
+            if (helped)
+                continue;
+            /* tasks added (or stop set) while the lock was down woke nobody:
+             * this thread was not counted as sleeping, so look again */
+            if (j->stop)
+                break;
+            n = take_tasks(j, w, &p);
+        }
         if (n == 0) {
             j->sleeping++;
             pthread_cond_wait(&j->work, &j->lock);
@@ -664,6 +678,12 @@ int tsim_session_jobs_start(tsim_session_jobs **out, tsim_session *s, int worker
 
 int tsim_session_jobs_record(tsim_session_jobs *j, const tsim_record *rec, const bool *want, tsim_error *err)
 {
+    return tsim_session_jobs_record_move(j, rec, want, NULL, err);
+}
+
+int tsim_session_jobs_record_move(tsim_session_jobs *j, const tsim_record *rec, const bool *want, int64_t **counts_io,
+                                  tsim_error *err)
+{
     if (rec->ranks != j->R || rec->experts != j->E)
         return tsim_error_set(err, TSIM_E_INTERNAL, "record %lld is %d x %d, the session's topology %d x %d",
                               (long long)rec->index, rec->ranks, rec->experts, j->R, j->E);
@@ -691,8 +711,15 @@ int tsim_session_jobs_record(tsim_session_jobs *j, const tsim_record *rec, const
     pthread_mutex_unlock(&j->lock);
     int64_t *counts = sl->rec.counts;
     sl->rec = *rec;
-    sl->rec.counts = counts;
-    memcpy(counts, rec->counts, sizeof *counts * (size_t)j->R * (size_t)j->E);
+    if (counts_io) {
+        /* the buffers change hands: a record of EP32 x 128 experts is 32 KiB
+         * that would cross cores twice more as a copy */
+        sl->rec.counts = *counts_io;
+        *counts_io = counts;
+    } else {
+        sl->rec.counts = counts;
+        memcpy(counts, rec->counts, sizeof *counts * (size_t)j->R * (size_t)j->E);
+    }
     sl->seq = seq;
     int added = 0;
     for (int p = 0; p < j->P; p++) {
@@ -716,6 +743,12 @@ int tsim_session_jobs_record(tsim_session_jobs *j, const tsim_record *rec, const
     rc = commit_ready(j, err);
     pthread_mutex_unlock(&j->lock);
     return rc;
+}
+
+void tsim_session_jobs_set_idle(tsim_session_jobs *j, bool (*idle)(void *ctx), void *ctx)
+{
+    j->idle = idle;
+    j->idle_ctx = ctx;
 }
 
 void tsim_session_jobs_skip(tsim_session_jobs *j, int64_t n)

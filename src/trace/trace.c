@@ -817,16 +817,14 @@ int tsim_reader_next(tsim_reader *r, const tsim_record **rec, tsim_error *err)
                 }
         }
 
-        /* Each count is at most 2^40, so this sum cannot overflow before the test. */
-        const size_t cells = (size_t)r->rec.ranks * (size_t)r->rec.experts;
-        int64_t total = 0;
-        for (size_t i = 0; i < cells; i++) {
-            total += r->rec.counts[i];
-            if (total > TSIM_MAX_RECORD_TOTAL) {
-                tsim_error_set(err, TSIM_E_INPUT, "%s%s: record %lld: more than 2^62 tokens in one record", r->path,
-                               at, (long long)recno);
-                return stick(r, TSIM_E_INPUT, err);
-            }
+        /* A parsing thread may have summed them already, where the counts
+         * were still in its cache (the reading thread's serial work bounds -j). */
+        const bool split = raw.kind == REC_EXPERT_COUNTS || r->rebucket;
+        if (!(raw.total_ok && !split) &&
+            !tsim_counts_total_ok(r->rec.counts, (size_t)r->rec.ranks * (size_t)r->rec.experts)) {
+            tsim_error_set(err, TSIM_E_INPUT, "%s%s: record %lld: more than 2^62 tokens in one record", r->path, at,
+                           (long long)recno);
+            return stick(r, TSIM_E_INPUT, err);
         }
         if (r->dataset && strcmp(r->dataset, raw.tag) != 0)
             continue;
@@ -869,7 +867,36 @@ int tsim_reader_set_threads(tsim_reader *r, int threads, tsim_error *err)
 {
     if (threads < 1 || r->par || (r->fmt != TSIM_FMT_JSONL && r->fmt != TSIM_FMT_JSONL_GZ))
         return TSIM_OK;
-    return tsim_parallel_start(r, threads, err);
+    return tsim_parallel_start(r, threads, 0, err);
+}
+
+bool tsim_counts_total_ok(const int64_t *counts, size_t cells)
+{
+    /* Each count is at most 2^40, so this sum cannot overflow before the test. */
+    int64_t total = 0;
+    for (size_t i = 0; i < cells; i++) {
+        total += counts[i];
+        if (total > TSIM_MAX_RECORD_TOTAL)
+            return false;
+    }
+    return true;
+}
+
+bool tsim_reader_lends_counts(const tsim_reader *r)
+{
+    return r->par != NULL;
+}
+
+void tsim_reader_replace_counts(tsim_reader *r, int64_t *counts)
+{
+    r->rec.counts = counts;
+}
+
+int tsim_reader_share_parsing(tsim_reader *r, int sharers, tsim_error *err)
+{
+    if (sharers < 1 || r->par || (r->fmt != TSIM_FMT_JSONL && r->fmt != TSIM_FMT_JSONL_GZ))
+        return TSIM_OK;
+    return tsim_parallel_start(r, 0, sharers, err);
 }
 
 void tsim_reader_close(tsim_reader *r)

@@ -107,6 +107,27 @@ int tsim_reader_seek(tsim_reader *r, int64_t offset, int64_t first_record, int64
  * formats or threads < 1. After tsim_reader_seek if both are used. */
 int tsim_reader_set_threads(tsim_reader *r, int threads, tsim_error *err);
 
+/* The same read-ahead, but no thread is started: up to `sharers` threads the
+ * caller runs anyway (replay -j's planning threads) parse read-ahead lines by
+ * calling tsim_reader_help whenever they have nothing else to do. N threads
+ * then share N cores, where N more parsing threads would compete with them
+ * for the cores (a context switch per few records). */
+int tsim_reader_share_parsing(tsim_reader *r, int sharers, tsim_error *err);
+
+/* Parses one line the reader has read ahead, if one waits for a parser; safe
+ * to call from any thread while another calls tsim_reader_next, never after
+ * tsim_reader_close. Returns whether it parsed one (false at once for a
+ * reader without read-ahead). */
+bool tsim_reader_help(tsim_reader *r);
+
+/* Whether the caller may take the counts of the record tsim_reader_next
+ * returned (a reader with read-ahead recycles buffers and rewrites every cell
+ * of each). If so, tsim_reader_replace_counts(r, other) hands the reader
+ * another buffer of the same R x E cells, and rec->counts' old buffer is the
+ * caller's to keep and free. */
+bool tsim_reader_lends_counts(const tsim_reader *r);
+void tsim_reader_replace_counts(tsim_reader *r, int64_t *counts);
+
 /* Number of records read so far. */
 int64_t tsim_reader_count(const tsim_reader *r);
 

@@ -36,7 +36,11 @@ typedef struct {
     int kind;
     long line;
     char tag[TSIM_TAG_MAX];
+    bool total_ok; /* the parser already found the counts' sum within TSIM_MAX_RECORD_TOTAL */
 } tsim_raw_record;
+
+/* Whether R x E counts (each at most 2^40) sum to at most TSIM_MAX_RECORD_TOTAL. */
+bool tsim_counts_total_ok(const int64_t *counts, size_t cells);
 
 struct tsim_reader {
     char *path;
@@ -161,9 +165,10 @@ bool tsim_jsonl_fast(const tsim_parse_target *t, const char *line, size_t len, t
  * it may warn and gives every error message). 1 or an error status. */
 int tsim_jsonl_slow(tsim_reader *r, const char *line, size_t len, long lineno, tsim_raw_record *raw,
                     tsim_error *err);
-/* trace_parallel.c: JSON Lines records parsed on `threads` more threads,
+/* trace_parallel.c: JSON Lines records parsed on `threads` more threads of
+ * its own and by `sharers` of the caller's threads (tsim_reader_help),
  * returned in order (r->next_raw is replaced). */
-int tsim_parallel_start(tsim_reader *r, int threads, tsim_error *err);
+int tsim_parallel_start(tsim_reader *r, int threads, int sharers, tsim_error *err);
 void tsim_parallel_stop(tsim_reader *r);
 
 int tsim_json_open(tsim_reader *r, tsim_error *err);  /* JSON document */

@@ -1,4 +1,6 @@
-/* JSON Lines parsed on several threads (tsim_reader_set_threads).
+/* JSON Lines parsed on several threads (tsim_reader_set_threads: threads of
+ * its own; tsim_reader_share_parsing: the caller's threads, through
+ * tsim_reader_help, when they have nothing else to do).
  *
  * The caller's thread reads lines (finding record boundaries, inflating gzip)
  * into a ring of slots; helper threads run the strict fast path on any slot,
@@ -65,7 +67,11 @@ static int parse_slot(par_slot *s)
 {
     memset(&s->raw, 0, sizeof s->raw);
     s->raw.line = s->line;
-    return tsim_jsonl_fast(&s->t, s->text, s->len, &s->raw) ? SLOT_PARSED : SLOT_REFUSED;
+    if (!tsim_jsonl_fast(&s->t, s->text, s->len, &s->raw))
+        return SLOT_REFUSED;
+    if (s->raw.kind == REC_COUNTS && !s->t.rebucket)
+        s->raw.total_ok = tsim_counts_total_ok(s->t.counts, (size_t)s->t.file_ep * (size_t)s->t.experts);
+    return SLOT_PARSED;
 }
 
 /* The oldest pending slot at or after p->scan, under the lock; -1 if none. */
@@ -85,6 +91,15 @@ static int64_t take_pending(struct tsim_parallel *p)
     return -1;
 }
 
+/* Under the lock: a parsed slot's new state; the reading thread may wait for
+ * exactly this one. */
+static void publish(struct tsim_parallel *p, par_slot *s, int64_t q, int state)
+{
+    s->state = state;
+    if (q == p->head)
+        pthread_cond_signal(&p->done);
+}
+
 static void *helper_main(void *arg)
 {
     struct tsim_parallel *p = arg;
@@ -101,9 +116,7 @@ static void *helper_main(void *arg)
         pthread_mutex_unlock(&p->lock);
         int state = parse_slot(s);
         pthread_mutex_lock(&p->lock);
-        s->state = state;
-        if (q == p->head)
-            pthread_cond_signal(&p->done);
+        publish(p, s, q, state);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -253,7 +266,25 @@ static int alloc_slots(struct tsim_parallel *p, tsim_error *err)
     return TSIM_OK;
 }
 
-int tsim_parallel_start(tsim_reader *r, int threads, tsim_error *err)
+bool tsim_reader_help(tsim_reader *r)
+{
+    struct tsim_parallel *p = r->par;
+    if (!p)
+        return false;
+    pthread_mutex_lock(&p->lock);
+    int64_t q = p->stop ? -1 : take_pending(p);
+    if (q >= 0) {
+        par_slot *s = slot_at(p, q);
+        pthread_mutex_unlock(&p->lock);
+        int state = parse_slot(s);
+        pthread_mutex_lock(&p->lock);
+        publish(p, s, q, state);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return q >= 0;
+}
+
+int tsim_parallel_start(tsim_reader *r, int threads, int sharers, tsim_error *err)
 {
     struct tsim_parallel *p = calloc(1, sizeof *p);
     if (!p)
@@ -266,7 +297,7 @@ int tsim_parallel_start(tsim_reader *r, int threads, tsim_error *err)
     p->shape = tsim_reader_parse_target(r);
     p->counts_n = (size_t)r->rec.ranks * (size_t)r->rec.experts;
     p->threads = threads;
-    p->cap = (int64_t)(threads + 1) * PAR_SLOTS_PER_THREAD;
+    p->cap = (int64_t)(threads + sharers + 1) * PAR_SLOTS_PER_THREAD;
     p->tids = calloc((size_t)threads, sizeof *p->tids);
     int rc = p->tids ? alloc_slots(p, err)
                      : tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the parsing threads");
