@@ -109,8 +109,10 @@ else
     tail -20 test.out
 fi
 # The quick start treats warnings as warnings; CI treats them as errors, so
-# the same CUDA-less configuration also compiles with -Dwerror=true.
-if meson setup build-werror -Dwerror=true -Dtests=enabled >werror.out 2>&1 && ninja -C build-werror >>werror.out 2>&1; then
+# the same CUDA-less configuration also compiles with -Dwerror=true (the
+# library and the binary, where the CPU stub lives; CI's other builds compile
+# the test programs with warnings as errors).
+if meson setup build-werror -Dwerror=true -Dtests=disabled >werror.out 2>&1 && ninja -C build-werror >>werror.out 2>&1; then
     ok "the same build with -Dwerror=true"
 else
     bad "-Dwerror=true without CUDA:"
