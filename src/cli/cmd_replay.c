@@ -78,8 +78,8 @@ static void replay_help(void)
            "                       (names PLANNER.METRIC.STAT; repeatable)\n"
            "  --format md|csv|json output format (default md)\n"
            "  -o, --output FILE    write the result to FILE atomically (default stdout)\n"
-           "  -j, --jobs N         plan on N threads (default 1), and parse .jsonl(.gz) records on\n"
-           "                       N - 1 more; the same bytes for any N\n"
+           "  -j, --jobs N         N threads (default 1) plan, and parse .jsonl(.gz) records\n"
+           "                       when idle; the same bytes for any N\n"
            "                       (JSON: all but \"command\", the command line as typed)\n"
            "  --shard I/N          run shard I (from 0) of N and write its partial result (JSON)\n"
            "                       for 'taotsim merge'; see below\n");
