@@ -45,7 +45,12 @@
  * the stream's kind, record and rank; the popularity has its own stream. So
  * changing H only moves tokens from the end of a base stream to the end of a
  * hot stream: the mean imbalance is a deterministic, nearly continuous
- * function of f, and the calibration's bracketing search converges. */
+ * function of f, and the calibration's bracketing search converges.
+ *
+ * Version 2 (tsim_gen_params.version, gen --generator 2) keeps all of the
+ * above but draws each rank's picks as capped multinomial counts instead of
+ * token by token (count_rank below, gen_counts.c): a different distribution,
+ * recorded in the meta. */
 #define HAVE_INLINE 1
 
 #include "gen.h"
@@ -63,6 +68,7 @@
 #include <pthread.h>
 
 #include "evaluate.h"
+#include "gen_counts.h"
 #include "topology.h"
 
 enum { STREAM_POPULARITY = 1, STREAM_HOT = 2, STREAM_BASE = 3 };
@@ -256,6 +262,14 @@ int tsim_gen_mt19937_check(unsigned long seed, const uint32_t *expected, int n)
     return -1;
 }
 
+static inline int32_t alias_pick(const alias_table *a, uint32_t bits)
+{
+    uint64_t x = (uint64_t)bits * (uint64_t)a->n;
+    int i = (int)(x >> 32);
+    int32_t keep = -(int32_t)((uint32_t)x < a->thr[i]);
+    return (a->own[i] & keep) | (a->alt[i] & ~keep);
+}
+
 static inline int32_t alias_draw(const alias_table *a, mt_stream *rng)
 {
     uint64_t x = (uint64_t)mt_next(rng) * (uint64_t)a->n;
@@ -270,6 +284,8 @@ typedef struct {
     mt_stream rng;
     uint32_t *stamp;   /* [E]: == token id when taken (or excluded) for the current token */
     uint32_t token_id;
+    tsim_counts_sampler *counts; /* version 2 only */
+    int64_t *room, *got;         /* [E] version 2: the multinomial's caps and result */
 } sampler;
 
 typedef struct gen_pool gen_pool;
@@ -298,6 +314,7 @@ struct tsim_gen {
     int32_t *hot_start;   /* [m]: the hot experts of microbatch 0 (--hot-move shifts them) */
     double *hot_factor;   /* [m]: (j + 1)^-S of each hot expert; NULL when S = 0 */
     double *hot_weight;   /* [E]: w_e for the hot experts (only with hot_factor) */
+    double *hot_w;        /* [m]: version 2, the current record's hot-table weights */
     sampler *samplers;  /* [threads]: one per thread sampling source ranks */
     int threads;
     gen_pool *pool;     /* NULL with one thread */
@@ -315,15 +332,19 @@ static uint64_t mix64(uint64_t z)
     return z ^ (z >> 31);
 }
 
-/* mt19937 takes 32 bits of seed; the hash spreads (seed, kind, record, rank)
- * over them. */
-static unsigned long stream_seed(uint64_t seed, int kind, int64_t record, int rank)
+/* A stream's 64-bit seed: (seed, kind, record, rank) hashed. */
+static uint64_t stream_seed64(uint64_t seed, int kind, int64_t record, int rank)
 {
     uint64_t h = mix64(seed);
     h = mix64(h ^ (uint64_t)kind);
     h = mix64(h ^ (uint64_t)record);
-    h = mix64(h ^ (uint64_t)(uint32_t)rank);
-    return (unsigned long)(h & UINT64_C(0xffffffff));
+    return mix64(h ^ (uint64_t)(uint32_t)rank);
+}
+
+/* mt19937 takes 32 bits of seed: the low half of the hash. */
+static unsigned long stream_seed(uint64_t seed, int kind, int64_t record, int rank)
+{
+    return (unsigned long)(stream_seed64(seed, kind, record, rank) & UINT64_C(0xffffffff));
 }
 
 static void pool_stop(tsim_gen *g)
@@ -397,9 +418,14 @@ void tsim_gen_close(tsim_gen *g)
     free(g->hot_start);
     free(g->hot_factor);
     free(g->hot_weight);
+    free(g->hot_w);
     pool_stop(g);
-    for (int i = 0; g->samplers && i < g->threads; i++)
+    for (int i = 0; g->samplers && i < g->threads; i++) {
         free(g->samplers[i].stamp);
+        tsim_counts_sampler_free(g->samplers[i].counts);
+        free(g->samplers[i].room);
+        free(g->samplers[i].got);
+    }
     free(g->samplers);
     free(g->load);
     tsim_record_free(&g->rec);
@@ -457,6 +483,16 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
     bool stamps = g->samplers != NULL;
     for (int i = 0; stamps && i < g->threads; i++)
         stamps = (g->samplers[i].stamp = calloc((size_t)E, sizeof(uint32_t))) != NULL;
+    if (p->version == TSIM_GEN_VERSION_COUNTS) {
+        g->hot_w = malloc(sizeof *g->hot_w * (size_t)(m > 0 ? m : 1));
+        stamps = stamps && g->hot_w;
+        for (int i = 0; stamps && i < g->threads; i++) {
+            sampler *s = &g->samplers[i];
+            s->room = malloc(sizeof *s->room * (size_t)E);
+            s->got = malloc(sizeof *s->got * (size_t)E);
+            stamps = s->room && s->got && tsim_counts_sampler_init(&s->counts, E) == 0;
+        }
+    }
     g->load = calloc((size_t)p->ep, sizeof *g->load);
     bool skewed = p->hot_skew > 0.0;
     if (skewed) {
@@ -629,6 +665,87 @@ static void sample_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
     }
 }
 
+/* n picks over the popularity into s->got, within s->room. Up to 16 picks
+ * per expert one alias draw each (about 2 ns, where a binomial at a mean of
+ * 16 costs some 80); a pick on a full expert is drawn again, and after 64
+ * such misses in a row (or beyond 16 per expert) conditional binomials place
+ * the rest. */
+static void picks_over_p(const tsim_gen *g, sampler *s, int64_t n)
+{
+    const int E = g->p.experts;
+    memset(s->got, 0, sizeof *s->got * (size_t)E);
+    int64_t left = n;
+    if (n <= 16 * (int64_t)E)
+        for (int misses = 0; left > 0 && misses < 64;) {
+            const int32_t e = alias_pick(&g->base, tsim_counts_u32(s->counts));
+            if (s->got[e] < s->room[e]) {
+                s->got[e]++;
+                left--;
+                misses = 0;
+            } else {
+                misses++;
+            }
+        }
+    tsim_counts_fill(s->counts, E, g->pop, s->room, left, s->got);
+}
+
+/* Version 2 (gen_counts.c): a rank's picks as multinomial counts, in two
+ * parts as in version 1. Its H hot tokens: with m > k (or m = k, unskewed)
+ * H k picks over the hot table, at most H per hot expert; else hot expert i
+ * goes to Binomial(H, (i + 1)^-S) of them (all H unskewed, always for the
+ * first) and their other picks go over p, each expert capped at the hot
+ * tokens that have not taken it. Its B base tokens: B k picks over p, at
+ * most B per expert. Pooling the two parts' picks over p would be one
+ * multinomial less but would let hot tokens' other picks land on the hot
+ * experts they took (2 points more imbalance at EP32, f = 0.05). */
+static void count_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
+{
+    const tsim_gen_params *p = &g->p;
+    const int E = p->experts, k = p->topk, m = g->hot.n;
+    int64_t *row = g->rec.counts + (size_t)rank * (size_t)E;
+    memset(row, 0, sizeof *row * (size_t)E);
+    const int64_t hot = g->hot_total / p->ep + (rank < g->hot_total % p->ep ? 1 : 0);
+    const int64_t base = p->tokens - hot;
+    if (hot > 0) {
+        tsim_counts_seed(s->counts, stream_seed64(p->seed, STREAM_HOT, record, rank));
+        if (m > k || (m == k && !g->hot_factor)) {
+            for (int i = 0; i < m; i++)
+                s->room[i] = hot;
+            tsim_counts_multinomial(s->counts, m, g->hot_w, s->room, hot * k, s->got);
+            for (int i = 0; i < m; i++)
+                row[g->hot_experts[i]] += s->got[i];
+        } else {
+            int64_t picks = hot * k;
+            for (int e = 0; e < E; e++)
+                s->room[e] = hot;
+            for (int i = 0; i < m; i++) {
+                const bool some = g->hot_factor && g->hot_factor[i] < 1.0;
+                const int64_t c = some ? tsim_counts_binomial(s->counts, g->hot_factor[i], hot) : hot;
+                row[g->hot_experts[i]] += c;
+                s->room[g->hot_experts[i]] -= c;
+                picks -= c;
+            }
+            picks_over_p(g, s, picks);
+            for (int e = 0; e < E; e++)
+                row[e] += s->got[e];
+        }
+    }
+    tsim_counts_seed(s->counts, stream_seed64(p->seed, STREAM_BASE, record, rank));
+    for (int e = 0; e < E; e++)
+        s->room[e] = base;
+    picks_over_p(g, s, base * k);
+    for (int e = 0; e < E; e++)
+        row[e] += s->got[e];
+}
+
+static void sample_or_count(const tsim_gen *g, sampler *s, int rank, int64_t record)
+{
+    if (g->p.version == TSIM_GEN_VERSION_COUNTS)
+        count_rank(g, s, rank, record);
+    else
+        sample_rank(g, s, rank, record);
+}
+
 /* Threads (-j): source rank r of every record is sampled by sampler
  * r mod threads into its own row. Each rank has its own seeded streams, so the
  * records do not depend on the number of threads. */
@@ -636,7 +753,7 @@ static void sample_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
 static void sample_share(const tsim_gen *g, int id, int64_t record)
 {
     for (int r = id; r < g->p.ep; r += g->threads)
-        sample_rank(g, &g->samplers[id], r, record);
+        sample_or_count(g, &g->samplers[id], r, record);
 }
 
 static void *pool_worker(void *arg)
@@ -704,19 +821,22 @@ int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
     const int layer = (int)(index % L);
     next_popularity(g, microbatch, layer);
     place_hotspot(g, microbatch);
-    alias_build(&g->base, g->all_experts, g->pop);
-    if (g->hot_factor) {
+    if (g->hot_factor)
         for (int i = 0; i < g->hot.n; i++)
             g->hot_weight[g->hot_experts[i]] = g->pop[g->hot_experts[i]] * g->hot_factor[i];
-        alias_build(&g->hot, g->hot_experts, g->hot_weight);
+    const double *hot_weights = g->hot_factor ? g->hot_weight : g->pop;
+    alias_build(&g->base, g->all_experts, g->pop);
+    if (g->p.version == TSIM_GEN_VERSION_COUNTS) {
+        for (int i = 0; i < g->hot.n; i++)
+            g->hot_w[i] = hot_weights[g->hot_experts[i]];
     } else {
-        alias_build(&g->hot, g->hot_experts, g->pop);
+        alias_build(&g->hot, g->hot_experts, hot_weights);
     }
     if (g->pool)
         pool_run(g, index);
     else
         for (int r = 0; r < g->p.ep; r++)
-            sample_rank(g, &g->samplers[0], r, index);
+            sample_or_count(g, &g->samplers[0], r, index);
     g->rec.microbatch = microbatch;
     g->rec.layer = layer;
     g->rec.index = index;
@@ -901,7 +1021,7 @@ cJSON *tsim_gen_meta(const tsim_gen_params *p, const tsim_gen_calibration *cal, 
     bool ok = cJSON_AddStringToObject(meta, "source", "synthetic") != NULL;
     cJSON *gen = ok ? cJSON_AddObjectToObject(meta, "generator") : NULL;
     ok = gen && cJSON_AddStringToObject(gen, "name", TSIM_GEN_NAME) &&
-         cJSON_AddNumberToObject(gen, "version", TSIM_GEN_VERSION) &&
+         cJSON_AddNumberToObject(gen, "version", p->version) &&
          cJSON_AddNumberToObject(gen, "seed", (double)p->seed) &&
          cJSON_AddNumberToObject(gen, "experts", p->experts) && cJSON_AddNumberToObject(gen, "ep", p->ep) &&
          cJSON_AddNumberToObject(gen, "ranks_per_node", p->ranks_per_node) &&

@@ -1,0 +1,1 @@
+$TAOTSIM gen -o $TMP/t.jsonl --generator 3
