@@ -369,8 +369,10 @@ static void *worker_main(void *arg)
             break;
         int p, n = take_tasks(j, w, &p);
         if (n == 0 && j->idle) {
+            bool (*idle)(void *) = j->idle;
+            void *idle_ctx = j->idle_ctx;
             pthread_mutex_unlock(&j->lock);
-            bool helped = j->idle(j->idle_ctx);
+            bool helped = idle(idle_ctx);
             pthread_mutex_lock(&j->lock);
             if (helped)
                 continue;
@@ -747,8 +749,11 @@ int tsim_session_jobs_record_move(tsim_session_jobs *j, const tsim_record *rec, 
 
 void tsim_session_jobs_set_idle(tsim_session_jobs *j, bool (*idle)(void *ctx), void *ctx)
 {
+    /* the threads are running: they read the hook under the lock */
+    pthread_mutex_lock(&j->lock);
     j->idle = idle;
     j->idle_ctx = ctx;
+    pthread_mutex_unlock(&j->lock);
 }
 
 void tsim_session_jobs_skip(tsim_session_jobs *j, int64_t n)
