@@ -326,10 +326,7 @@ struct tsim_gen {
 
 static uint64_t mix64(uint64_t z)
 {
-    z += UINT64_C(0x9e3779b97f4a7c15);
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
+    return tsim_splitmix64(&z);
 }
 
 /* A stream's 64-bit seed: (seed, kind, record, rank) hashed. */

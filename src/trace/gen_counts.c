@@ -53,7 +53,7 @@ static inline uint64_t xoshiro_next(xoshiro_state *x)
     return out;
 }
 
-static uint64_t splitmix_next(uint64_t *z)
+uint64_t tsim_splitmix64(uint64_t *z)
 {
     uint64_t x = (*z += UINT64_C(0x9e3779b97f4a7c15));
     x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
@@ -65,7 +65,7 @@ static void xoshiro_set(xoshiro_state *x, uint64_t seed)
 {
     uint64_t z = seed;
     for (int i = 0; i < 4; i++)
-        x->s[i] = splitmix_next(&z); /* never all zero: splitmix64 is a bijection of distinct inputs */
+        x->s[i] = tsim_splitmix64(&z); /* never all zero: splitmix64 is a bijection of distinct inputs */
 }
 
 static double xoshiro_get_double(xoshiro_state *x)

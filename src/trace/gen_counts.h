@@ -13,6 +13,10 @@ typedef struct tsim_counts_sampler tsim_counts_sampler;
 int tsim_counts_sampler_init(tsim_counts_sampler **out, int entries);
 void tsim_counts_sampler_free(tsim_counts_sampler *s);
 
+/* One splitmix64 step (Steele, Lea and Flood): advances *state, returns a
+ * well-mixed 64-bit value. */
+uint64_t tsim_splitmix64(uint64_t *state);
+
 /* Restarts the random stream from a 64-bit seed. */
 void tsim_counts_seed(tsim_counts_sampler *s, uint64_t seed);
 

@@ -100,23 +100,31 @@ static void publish(struct tsim_parallel *p, par_slot *s, int64_t q, int state)
         pthread_cond_signal(&p->done);
 }
 
+/* Under the lock (dropped while parsing): parses the oldest pending slot;
+ * false when none is pending. */
+static bool parse_one(struct tsim_parallel *p)
+{
+    int64_t q = take_pending(p);
+    if (q < 0)
+        return false;
+    par_slot *s = slot_at(p, q);
+    pthread_mutex_unlock(&p->lock);
+    int state = parse_slot(s);
+    pthread_mutex_lock(&p->lock);
+    publish(p, s, q, state);
+    return true;
+}
+
 static void *helper_main(void *arg)
 {
     struct tsim_parallel *p = arg;
     pthread_mutex_lock(&p->lock);
     while (!p->stop) {
-        int64_t q = take_pending(p);
-        if (q < 0) {
+        if (!parse_one(p)) {
             p->sleeping++;
             pthread_cond_wait(&p->work, &p->lock);
             p->sleeping--;
-            continue;
         }
-        par_slot *s = slot_at(p, q);
-        pthread_mutex_unlock(&p->lock);
-        int state = parse_slot(s);
-        pthread_mutex_lock(&p->lock);
-        publish(p, s, q, state);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -272,16 +280,9 @@ bool tsim_reader_help(tsim_reader *r)
     if (!p)
         return false;
     pthread_mutex_lock(&p->lock);
-    int64_t q = p->stop ? -1 : take_pending(p);
-    if (q >= 0) {
-        par_slot *s = slot_at(p, q);
-        pthread_mutex_unlock(&p->lock);
-        int state = parse_slot(s);
-        pthread_mutex_lock(&p->lock);
-        publish(p, s, q, state);
-    }
+    bool parsed = !p->stop && parse_one(p);
     pthread_mutex_unlock(&p->lock);
-    return q >= 0;
+    return parsed;
 }
 
 int tsim_parallel_start(tsim_reader *r, int threads, int sharers, tsim_error *err)
