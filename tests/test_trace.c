@@ -18,6 +18,7 @@
 #include "json_strict.h"
 #include "random_records.h"
 #include "topology.h"
+#include "record_set.h"
 #include "trace.h"
 #include "trace_internal.h"
 #include "tsim_config.h"
@@ -1432,4 +1433,37 @@ Test(bench, jsonl_read)
     if (strict && strcmp(strict, "1") == 0)
         cr_assert_geq(res.mb_per_s, 50.0, "%.1f MB/s", res.mb_per_s);
     leave_tmp();
+}
+
+/* A trace held in memory: records keep their own counts while the buffer
+ * grows (and moves) under them; a record of another shape is refused. */
+Test(record_set, growing_keeps_every_record)
+{
+    tsim_record_set rs;
+    tsim_record_set_init(&rs, 3, 4, 1);
+    tsim_record rec;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_record_alloc(&rec, 3, 4, &err), TSIM_OK);
+    for (int i = 0; i < 300; i++) {
+        rec.index = i;
+        rec.layer = i % 5;
+        for (int c = 0; c < 12; c++)
+            rec.counts[c] = i * 100 + c;
+        cr_assert_eq(tsim_record_set_push(&rs, &rec, &err), TSIM_OK, "%s", err.msg);
+    }
+    cr_assert_eq(rs.n, 300);
+    for (int i = 0; i < 300; i++) {
+        cr_assert_eq(rs.recs[i].index, i);
+        cr_assert_eq(rs.recs[i].layer, i % 5);
+        for (int c = 0; c < 12; c++)
+            cr_assert_eq(rs.recs[i].counts[c], i * 100 + c, "record %d cell %d", i, c);
+    }
+    tsim_record other;
+    cr_assert_eq(tsim_record_alloc(&other, 4, 3, &err), TSIM_OK);
+    cr_assert_eq(tsim_record_set_push(&rs, &other, &err), TSIM_E_INTERNAL);
+    cr_assert_eq(rs.n, 300);
+    tsim_record_free(&other);
+    tsim_record_free(&rec);
+    tsim_record_set_free(&rs);
+    cr_assert_null(rs.recs);
 }

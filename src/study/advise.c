@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "grid.h"
+#include "record_set.h"
 #include "session.h"
 #include "trace.h"
 
@@ -33,81 +34,6 @@ void tsim_advise_config_default(tsim_advise_config *c)
     c->expert_mb = 9.44;
     c->target = 0.95;
     c->threads = 1;
-}
-
-/* ---- the trace in memory: one counts buffer for every record ---------------- */
-
-typedef struct {
-    tsim_record *recs;
-    int64_t *counts;
-    int n;
-    int ranks, experts, ranks_per_node;
-    int32_t *home; /* NULL: contiguous */
-} advise_trace;
-
-static void advise_trace_free(advise_trace *t)
-{
-    free(t->recs);
-    free(t->counts);
-    free(t->home);
-    memset(t, 0, sizeof *t);
-}
-
-/* Appends rec (ids and counts), doubling the two buffers when full. */
-static int advise_trace_push(advise_trace *t, int *cap, const tsim_record *rec, tsim_error *err)
-{
-    const size_t cells = (size_t)t->ranks * (size_t)t->experts;
-    if (t->n == *cap) {
-        int grown = *cap ? *cap * 2 : 64;
-        tsim_record *recs = realloc(t->recs, sizeof *recs * (size_t)grown);
-        if (recs)
-            t->recs = recs;
-        int64_t *counts = recs ? realloc(t->counts, sizeof *counts * cells * (size_t)grown) : NULL;
-        if (!counts)
-            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory holding the trace");
-        t->counts = counts;
-        *cap = grown;
-    }
-    t->recs[t->n] = *rec;
-    memcpy(t->counts + cells * (size_t)t->n, rec->counts, sizeof *t->counts * cells);
-    t->n++;
-    return TSIM_OK;
-}
-
-static int advise_trace_read(advise_trace *t, const char *path, tsim_error *err)
-{
-    memset(t, 0, sizeof *t);
-    tsim_reader *r;
-    tsim_read_options ro = {0};
-    int rc = tsim_reader_open(&r, path, &ro, err);
-    if (rc)
-        return rc;
-    const tsim_trace_header *h = tsim_reader_header(r);
-    t->ranks = h->ep;
-    t->experts = h->experts;
-    t->ranks_per_node = h->ranks_per_node;
-    if (h->home && !(t->home = malloc(sizeof *t->home * (size_t)h->experts)))
-        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    if (t->home)
-        memcpy(t->home, h->home, sizeof *t->home * (size_t)h->experts);
-    int cap = 0;
-    while (rc == TSIM_OK) {
-        const tsim_record *rec;
-        int got = tsim_reader_next(r, &rec, err);
-        if (got == 0)
-            break;
-        if (got != 1)
-            rc = got < 0 ? TSIM_E_INPUT : got;
-        else
-            rc = advise_trace_push(t, &cap, rec, err);
-    }
-    tsim_reader_close(r);
-    /* the counts buffer moved while growing: point the records at it last */
-    for (int i = 0; rc == TSIM_OK && i < t->n; i++)
-        t->recs[i].counts = t->counts + (size_t)i * (size_t)t->ranks * (size_t)t->experts;
-    if (rc)
-        advise_trace_free(t);
-    return rc;
 }
 
 /* ---- settings ------------------------------------------------------------------ */
@@ -199,7 +125,7 @@ int tsim_advise_setting_parse(const char *key, tsim_advise_setting *out)
 
 typedef struct {
     const tsim_advise_config *c;
-    const advise_trace *t;
+    const tsim_record_set *t;
     tsim_planner *planners; /* configured, not started */
     int n_planners;
     advise_point *points;
@@ -287,7 +213,7 @@ static int count_guests(void *ctx, struct tsim_session *s, int planner, const ts
 static int replay_setting(const advise_ctx *x, const tsim_planner *pl, int slots, int n, tsim_study_row *row,
                           tsim_plan_hook hook, void *hook_ctx, tsim_error *err)
 {
-    const advise_trace *t = x->t;
+    const tsim_record_set *t = x->t;
     tsim_session s;
     tsim_error init_err = {0};
     int rc = tsim_session_init(&s, t->ranks, t->experts, t->ranks_per_node, slots > 0 ? slots : 1, t->home, pl, 1,
@@ -436,7 +362,7 @@ static void progress_of(void *ctx, int done, int total)
         c->progress(c->progress_ctx, done, total);
 }
 
-static void advise_params(tsim_study *out, const tsim_advise_config *c, const advise_trace *t)
+static void advise_params(tsim_study *out, const tsim_advise_config *c, const tsim_record_set *t)
 {
     cJSON *p = out->params;
     cJSON_AddStringToObject(p, "trace", c->trace);
@@ -464,8 +390,8 @@ static void advise_params(tsim_study *out, const tsim_advise_config *c, const ad
 int tsim_run_advise(const tsim_advise_config *c, tsim_study *out, tsim_error *err)
 {
     tsim_study_init(out, "advise");
-    advise_trace t;
-    int rc = advise_trace_read(&t, c->trace, err);
+    tsim_record_set t;
+    int rc = tsim_record_set_read(&t, c->trace, err);
     if (rc)
         return rc;
     advise_ctx x = {.c = c, .t = &t};
@@ -498,7 +424,7 @@ int tsim_run_advise(const tsim_advise_config *c, tsim_study *out, tsim_error *er
     free(x.rows);
     free(x.points);
     free(x.planners);
-    advise_trace_free(&t);
+    tsim_record_set_free(&t);
     if (rc == TSIM_OK && !c->shard_count)
         rc = tsim_advise_finish(out, err);
     return rc;
@@ -550,8 +476,8 @@ int tsim_advise_layout(const tsim_advise_config *c, const tsim_study *s, tsim_la
     if (!order)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     const int n = tsim_advise_ranked(s, order);
-    advise_trace t;
-    int rc = advise_trace_read(&t, c->trace, err);
+    tsim_record_set t;
+    int rc = tsim_record_set_read(&t, c->trace, err);
     advise_ctx x = {.c = c, .t = &t};
     if (rc == TSIM_OK)
         rc = advise_planners(&x, err);
@@ -568,7 +494,7 @@ int tsim_advise_layout(const tsim_advise_config *c, const tsim_study *s, tsim_la
                             "--planners",
                             c->target);
     free(x.planners);
-    advise_trace_free(&t);
+    tsim_record_set_free(&t);
     free(order);
     return rc;
 }

@@ -11,93 +11,18 @@
 #include "clock.h"
 #include "grid.h"
 #include "paper.h"
+#include "record_set.h"
 #include "registry.h"
 #include "session.h"
 #include "trace.h"
 #include "tsim_config.h"
 
-/* ---- records held in memory for one grid point ---------------------------- */
-
-typedef struct {
-    tsim_record *recs;
-    int n, cap;
-    int ranks, experts, ranks_per_node;
-    int32_t *home;            /* NULL = contiguous */
-    double mean_rho_before;
-} record_set;
-
-static void record_set_free(record_set *rs)
-{
-    for (int i = 0; i < rs->n; i++)
-        tsim_record_free(&rs->recs[i]);
-    free(rs->recs);
-    free(rs->home);
-    memset(rs, 0, sizeof *rs);
-}
-
-static int record_set_push(record_set *rs, const tsim_record *rec, tsim_error *err)
-{
-    if (rs->n == rs->cap) {
-        int cap = rs->cap ? rs->cap * 2 : 32;
-        tsim_record *r = realloc(rs->recs, sizeof *r * (size_t)cap);
-        if (!r)
-            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-        rs->recs = r;
-        rs->cap = cap;
-    }
-    tsim_record *dst = &rs->recs[rs->n];
-    if (tsim_record_alloc(dst, rec->ranks, rec->experts, err))
-        return TSIM_E_INTERNAL;
-    int64_t *counts = dst->counts;
-    *dst = *rec;
-    dst->counts = counts;
-    memcpy(counts, rec->counts, sizeof *counts * (size_t)rec->ranks * (size_t)rec->experts);
-    rs->n++;
-    return TSIM_OK;
-}
-
-static int record_set_from_trace(record_set *rs, const char *path, tsim_error *err)
-{
-    memset(rs, 0, sizeof *rs);
-    tsim_reader *r;
-    tsim_read_options ro = {0};
-    int rc = tsim_reader_open(&r, path, &ro, err);
-    if (rc)
-        return rc;
-    const tsim_trace_header *h = tsim_reader_header(r);
-    rs->ranks = h->ep;
-    rs->experts = h->experts;
-    rs->ranks_per_node = h->ranks_per_node;
-    if (h->home) {
-        rs->home = malloc(sizeof *rs->home * (size_t)h->experts);
-        if (!rs->home) {
-            tsim_reader_close(r);
-            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-        }
-        memcpy(rs->home, h->home, sizeof *rs->home * (size_t)h->experts);
-    }
-    for (;;) {
-        const tsim_record *rec;
-        int got = tsim_reader_next(r, &rec, err);
-        if (got == 0)
-            break;
-        if (got != 1) {
-            rc = got < 0 ? TSIM_E_INPUT : got;
-            break;
-        }
-        if ((rc = record_set_push(rs, rec, err)))
-            break;
-    }
-    tsim_reader_close(r);
-    if (rc)
-        record_set_free(rs);
-    return rc;
-}
+/* ---- records held in memory for one grid point (record_set.h) ------------- */
 
 /* A calibrated synthetic trace (experiments.md), made in memory. */
-static int record_set_generate(record_set *rs, const tsim_gen_params *base, double target, tsim_error *err)
+static int record_set_generate(tsim_record_set *rs, const tsim_gen_params *base, double target, tsim_error *err)
 {
-    memset(rs, 0, sizeof *rs);
+    tsim_record_set_init(rs, base->ep, base->experts, base->ranks_per_node);
     tsim_gen_params p = *base;
     tsim_gen_calibration cal;
     int rc = tsim_gen_calibrate(&p, target, &cal, NULL, NULL, err);
@@ -110,16 +35,13 @@ static int record_set_generate(record_set *rs, const tsim_gen_params *base, doub
     tsim_gen *g;
     if ((rc = tsim_gen_open(&g, &p, err)))
         return rc;
-    rs->ranks = p.ep;
-    rs->experts = p.experts;
-    rs->ranks_per_node = p.ranks_per_node;
     const tsim_record *rec;
     while (tsim_gen_next(g, &rec, NULL) == 1)
-        if ((rc = record_set_push(rs, rec, err)))
+        if ((rc = tsim_record_set_push(rs, rec, err)))
             break;
     tsim_gen_close(g);
     if (rc)
-        record_set_free(rs);
+        tsim_record_set_free(rs);
     return rc;
 }
 
@@ -146,7 +68,7 @@ static int planner_list_parse(planner_list *pl, const char *list, const tsim_pla
  * cannot fit this topology (LPLB's graphs) yields an n/a row instead of
  * failing the grid. With transfers (may be NULL), the per-record intra and
  * inter series are handed over to the caller (sweep re-weights them). */
-static int run_planner(const record_set *rs, const tsim_planner *planner, int slots, double lambda_eval,
+static int run_planner(const tsim_record_set *rs, const tsim_planner *planner, int slots, double lambda_eval,
                        const tsim_study_config *c, tsim_study_row *row, tsim_series transfers[2], tsim_error *err)
 {
     snprintf(row->planner, sizeof row->planner, "%s", planner->label);
@@ -191,7 +113,7 @@ static int run_planner(const record_set *rs, const tsim_planner *planner, int sl
 }
 
 /* Every planner over the record set: rows[n] are filled. */
-static int run_planners(const record_set *rs, const tsim_planner *planners, int n, int slots, double lambda_eval,
+static int run_planners(const tsim_record_set *rs, const tsim_planner *planners, int n, int slots, double lambda_eval,
                         const tsim_study_config *c, tsim_study_row *rows, tsim_error *err)
 {
     for (int p = 0; p < n; p++) {
@@ -280,7 +202,7 @@ typedef struct {
  * planner's mean weighted cost, evenly spaced. */
 #define TSIM_BOUNDS_BUDGETS 25
 
-static int cell_frontier(const record_set *rs, const tsim_study_row *rows, int n, const tsim_study_config *c,
+static int cell_frontier(const tsim_record_set *rs, const tsim_study_row *rows, int n, const tsim_study_config *c,
                          double *out, tsim_error *err)
 {
     double top = 1.0;
@@ -306,13 +228,13 @@ static int table1_job(void *ctx_, int cell, tsim_error *err)
     double imb = table1_imbalances[cell % 5];
     char path[4096];
     tsim_table1_trace_path(path, sizeof path, ctx->c->traces_dir, ep, imb);
-    record_set rs;
-    int rc = record_set_from_trace(&rs, path, err);
+    tsim_record_set rs;
+    int rc = tsim_record_set_read(&rs, path, err);
     if (rc)
         return rc;
     if (rs.ranks != ep) {
         const int got = rs.ranks; /* read before the free clears it */
-        record_set_free(&rs);
+        tsim_record_set_free(&rs);
         return tsim_error_set(err, TSIM_E_INPUT, "%s: expected an EP%d trace, got EP%d", path, ep, got);
     }
     tsim_study_row *rows = ctx->rows + (size_t)cell * (size_t)ctx->pl.n;
@@ -325,7 +247,7 @@ static int table1_job(void *ctx_, int cell, tsim_error *err)
     rc = run_planners(&rs, ctx->pl.planners, ctx->pl.n, ctx->c->slots, ctx->c->lambda_eval, ctx->c, rows, err);
     if (rc == TSIM_OK && ctx->frontier)
         rc = cell_frontier(&rs, rows, ctx->pl.n, ctx->c, ctx->frontier + (size_t)cell * 2 * TSIM_BOUNDS_BUDGETS, err);
-    record_set_free(&rs);
+    tsim_record_set_free(&rs);
     if (rc) /* ten traces: say which one */
         tsim_error_prefix(err, "%s", path);
     return rc;
@@ -525,13 +447,13 @@ static int ablation_job(void *ctx_, int seed_index, tsim_error *err)
     tsim_gen_params p = ctx->c->gen;
     p.ep = ctx->c->ablation_ep;
     p.seed = ctx->c->seeds[seed_index];
-    record_set rs;
+    tsim_record_set rs;
     int rc = record_set_generate(&rs, &p, ctx->c->ablation_imbalance, err);
     if (rc)
         return rc;
     tsim_study_row *rows = ctx->rows + (size_t)seed_index * 4;
     rc = run_planners(&rs, ctx->variants, 4, ctx->c->slots, ctx->c->lambda_eval, ctx->c, rows, err);
-    record_set_free(&rs);
+    tsim_record_set_free(&rs);
     if (rc)
         generated_prefix(err, p.ep, ctx->c->ablation_imbalance, p.seed);
     /* what ablation_finish puts on the combined rows */
@@ -622,7 +544,7 @@ static int ablation_finish(tsim_study *out, tsim_error *err)
 
 typedef struct {
     const tsim_study_config *c;
-    const record_set *rs;
+    const tsim_record_set *rs;
     planner_list pl;
     /* per lambda_plan point: the rows of every lambda_eval x planner, weighted
      * re-derived from each planner's per-record intra and inter */
@@ -681,8 +603,8 @@ int tsim_run_sweep(const tsim_study_config *c, tsim_study *out, tsim_error *err)
     int rc = planner_list_parse(&ctx.pl, c->planners ? c->planners : "taot,echo,llep,lplb", &c->base, err);
     if (rc)
         return rc;
-    record_set rs;
-    if ((rc = record_set_from_trace(&rs, c->trace, err)))
+    tsim_record_set rs;
+    if ((rc = tsim_record_set_read(&rs, c->trace, err)))
         return rc;
     ctx.rs = &rs;
     const int per_point = c->n_lambda_evals * ctx.pl.n;
@@ -710,7 +632,7 @@ int tsim_run_sweep(const tsim_study_config *c, tsim_study *out, tsim_error *err)
         rc = tsim_study_finish(out, err);
 done:
     free(ctx.rows);
-    record_set_free(&rs);
+    tsim_record_set_free(&rs);
     return rc;
 }
 
@@ -763,7 +685,7 @@ static int scaling_job(void *ctx_, int i, tsim_error *err)
     const scaling_point *pt = &ctx->points[i];
     tsim_gen_params p = ctx->c->gen;
     p.ep = pt->ep;
-    record_set rs;
+    tsim_record_set rs;
     int rc = record_set_generate(&rs, &p, pt->imbalance, err);
     if (rc)
         return rc;
@@ -784,7 +706,7 @@ static int scaling_job(void *ctx_, int i, tsim_error *err)
             set_key(&rows[k], "imb%d", (int)lround(pt->imbalance * 100));
     }
     rc = run_planners(&rs, ctx->pl.planners, ctx->pl.n, pt->slots, ctx->c->lambda_eval, ctx->c, rows, err);
-    record_set_free(&rs);
+    tsim_record_set_free(&rs);
     if (rc)
         generated_prefix(err, p.ep, pt->imbalance, p.seed);
     return rc;
