@@ -9,6 +9,21 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "merge.h"
+
+int tsim_cli_run_with_identity(const char *cmd, int argc, char **argv, tsim_cli_identity_main run, void *ctx)
+{
+    int id_argc = 0;
+    char **id_argv = tsim_argv_identity(argc, argv, &id_argc);
+    if (!id_argv) {
+        tsim_error err = {0};
+        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
+        return tsim_cli_fail(cmd, &err);
+    }
+    int status = run(argc, argv, id_argv, id_argc, ctx);
+    tsim_argv_free(id_argv);
+    return status;
+}
 
 int tsim_cli_fail(const char *cmd, const tsim_error *err)
 {

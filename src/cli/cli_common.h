@@ -15,6 +15,12 @@
  * (err->code, or 3 with "internal error" wording for TSIM_E_INTERNAL). */
 int tsim_cli_fail(const char *cmd, const tsim_error *err);
 
+/* A command's main with the command line as typed (tsim_argv_identity, for
+ * a shard's partial result), taken before parsing since getopt_long reorders
+ * argv; ctx is the command's own. */
+typedef int (*tsim_cli_identity_main)(int argc, char **argv, char **id_argv, int id_argc, void *ctx);
+int tsim_cli_run_with_identity(const char *cmd, int argc, char **argv, tsim_cli_identity_main run, void *ctx);
+
 /* The lines every command's --help prints about planners: they point to
  * `taotsim planners`, so adding a planner changes no command's help
  * (cmd_planners.c). */

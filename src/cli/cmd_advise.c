@@ -299,8 +299,9 @@ static int write_result(const tsim_study *study, const advise_args *a)
     return rc ? tsim_cli_fail("advise", &err) : gate_status;
 }
 
-static int advise_main(int argc, char **argv, char **id_argv, int id_argc)
+static int advise_main(int argc, char **argv, char **id_argv, int id_argc, void *ctx)
 {
+    (void)ctx;
     const char *cmd = "advise";
     tsim_error err = {0};
     tsim_advise_config c;
@@ -364,15 +365,5 @@ static int advise_main(int argc, char **argv, char **id_argv, int id_argc)
 
 int tsim_cmd_advise(int argc, char **argv)
 {
-    /* taken before parsing: getopt_long reorders argv */
-    int id_argc = 0;
-    char **id_argv = tsim_argv_identity(argc, argv, &id_argc);
-    if (!id_argv) {
-        tsim_error err = {0};
-        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
-        return tsim_cli_fail("advise", &err);
-    }
-    int status = advise_main(argc, argv, id_argv, id_argc);
-    tsim_argv_free(id_argv);
-    return status;
+    return tsim_cli_run_with_identity("advise", argc, argv, advise_main, NULL);
 }

@@ -853,8 +853,9 @@ static void replay_free(replay_run *x)
 }
 
 /* Parse, set up, run and emit. */
-static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
+static int replay_main(int argc, char **argv, char **id_argv, int id_argc, void *ctx)
 {
+    (void)ctx;
     replay_run *x = calloc(1, sizeof *x);
     if (!x) {
         tsim_error err = {0};
@@ -882,17 +883,7 @@ static int replay_main(int argc, char **argv, char **id_argv, int id_argc)
 
 int tsim_cmd_replay(int argc, char **argv)
 {
-    /* taken before parsing: getopt_long reorders argv */
-    int id_argc = 0;
-    char **id_argv = tsim_argv_identity(argc, argv, &id_argc);
-    if (!id_argv) {
-        tsim_error err = {0};
-        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
-        return tsim_cli_fail("replay", &err);
-    }
-    int status = replay_main(argc, argv, id_argv, id_argc);
-    tsim_argv_free(id_argv);
-    return status;
+    return tsim_cli_run_with_identity("replay", argc, argv, replay_main, NULL);
 }
 
 static void vector_help(void)

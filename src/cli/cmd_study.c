@@ -630,19 +630,14 @@ static int study_main(study_kind kind, int argc, char **argv, char **id_argv, in
     return rc ? tsim_cli_fail(cmd, &err) : gate_status;
 }
 
+static int study_main_of(int argc, char **argv, char **id_argv, int id_argc, void *ctx)
+{
+    return study_main(*(const study_kind *)ctx, argc, argv, id_argv, id_argc);
+}
+
 static int run_study(study_kind kind, int argc, char **argv)
 {
-    /* taken before parsing: getopt_long reorders argv */
-    int id_argc = 0;
-    char **id_argv = tsim_argv_identity(argc, argv, &id_argc);
-    if (!id_argv) {
-        tsim_error err = {0};
-        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory");
-        return tsim_cli_fail(study_names[kind], &err);
-    }
-    int status = study_main(kind, argc, argv, id_argv, id_argc);
-    tsim_argv_free(id_argv);
-    return status;
+    return tsim_cli_run_with_identity(study_names[kind], argc, argv, study_main_of, &kind);
 }
 
 int tsim_cmd_table1(int argc, char **argv)
