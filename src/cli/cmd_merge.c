@@ -92,17 +92,8 @@ static int merge_option(void *ctx, int id, const char *val, tsim_error *err)
     case OPT_REPORT:
         a->report_path = val;
         return TSIM_OK;
-    case OPT_FAIL_IF: {
-        if (a->n_gates == MAX_GATES)
-            return tsim_error_set(err, TSIM_E_INPUT, "at most %d --fail-if expressions", MAX_GATES);
-        tsim_failif *f;
-        int rc = tsim_failif_parse(val, &f, err);
-        if (rc)
-            return rc;
-        tsim_failif_free(f);
-        a->gates[a->n_gates++] = val;
-        return TSIM_OK;
-    }
+    case OPT_FAIL_IF:
+        return tsim_cli_gate_add(a->gates, &a->n_gates, MAX_GATES, val, err);
     default:
         return tsim_error_set(err, TSIM_E_INTERNAL, "merge: option %d has no handler", id);
     }

@@ -286,17 +286,8 @@ static int replay_option(void *ctx, int id, const char *val, tsim_error *err)
     case OPT_BY_LAYER:
         a->by_layer = true;
         return TSIM_OK;
-    case OPT_FAIL_IF: {
-        if (a->n_gates == 32)
-            return tsim_error_set(err, TSIM_E_INPUT, "at most 32 --fail-if expressions");
-        tsim_failif *f;
-        int rc = tsim_failif_parse(val, &f, err);
-        if (rc)
-            return rc;
-        tsim_failif_free(f);
-        a->gates[a->n_gates++] = val;
-        return TSIM_OK;
-    }
+    case OPT_FAIL_IF:
+        return tsim_cli_gate_add(a->gates, &a->n_gates, 32, val, err);
     case OPT_DUMP_PLANS:
         a->dump_path = val;
         return TSIM_OK;

@@ -454,15 +454,9 @@ static int study_on_option(void *ctx, int id, const char *val, tsim_error *err)
         a->plots_dir = val;
     else if (strcmp(name, "report") == 0)
         a->report_path = val;
-    else if (strcmp(name, "fail-if") == 0) {
-        if (a->n_gates == MAX_GATES)
-            return tsim_error_set(err, TSIM_E_INPUT, "at most %d --fail-if expressions", MAX_GATES);
-        tsim_failif *f;
-        if ((rc = tsim_failif_parse(val, &f, err)))
-            return rc;
-        tsim_failif_free(f);
-        a->gates[a->n_gates++] = val;
-    } else
+    else if (strcmp(name, "fail-if") == 0)
+        rc = tsim_cli_gate_add(a->gates, &a->n_gates, MAX_GATES, val, err);
+    else
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "%s: option --%s has no handler", study_names[a->kind], name);
     return rc;
 }

@@ -18,3 +18,16 @@ int tsim_cli_check_gates(const tsim_study *s, const char *const *gates, int n, c
     }
     return status;
 }
+
+int tsim_cli_gate_add(const char **gates, int *n, int max, const char *expr, tsim_error *err)
+{
+    if (*n == max)
+        return tsim_error_set(err, TSIM_E_INPUT, "at most %d --fail-if expressions", max);
+    tsim_failif *f;
+    int rc = tsim_failif_parse(expr, &f, err);
+    if (rc)
+        return rc;
+    tsim_failif_free(f);
+    gates[(*n)++] = expr;
+    return TSIM_OK;
+}
