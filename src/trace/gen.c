@@ -262,14 +262,6 @@ int tsim_gen_mt19937_check(unsigned long seed, const uint32_t *expected, int n)
     return -1;
 }
 
-static inline int32_t alias_pick(const alias_table *a, uint32_t bits)
-{
-    uint64_t x = (uint64_t)bits * (uint64_t)a->n;
-    int i = (int)(x >> 32);
-    int32_t keep = -(int32_t)((uint32_t)x < a->thr[i]);
-    return (a->own[i] & keep) | (a->alt[i] & ~keep);
-}
-
 static inline int32_t alias_draw(const alias_table *a, mt_stream *rng)
 {
     uint64_t x = (uint64_t)mt_next(rng) * (uint64_t)a->n;
@@ -672,17 +664,10 @@ static void picks_over_p(const tsim_gen *g, sampler *s, int64_t n)
     const int E = g->p.experts;
     memset(s->got, 0, sizeof *s->got * (size_t)E);
     int64_t left = n;
-    if (n <= 16 * (int64_t)E)
-        for (int misses = 0; left > 0 && misses < 64;) {
-            const int32_t e = alias_pick(&g->base, tsim_counts_u32(s->counts));
-            if (s->got[e] < s->room[e]) {
-                s->got[e]++;
-                left--;
-                misses = 0;
-            } else {
-                misses++;
-            }
-        }
+    if (n <= 16 * (int64_t)E) {
+        const tsim_counts_alias table = {g->base.n, g->base.thr, g->base.own, g->base.alt};
+        left = tsim_counts_alias_picks(s->counts, &table, s->room, n, s->got);
+    }
     tsim_counts_fill(s->counts, E, g->pop, s->room, left, s->got);
 }
 

@@ -247,9 +247,25 @@ static int64_t draw_picks(tsim_counts_sampler *s, int entries, const double *w, 
     return left;
 }
 
-uint32_t tsim_counts_u32(tsim_counts_sampler *s)
+int64_t tsim_counts_alias_picks(tsim_counts_sampler *s, const tsim_counts_alias *a, const int64_t *room, int64_t n,
+                                int64_t *got)
 {
-    return (uint32_t)(xoshiro_next(&s->rng) >> 32);
+    int64_t left = n;
+    for (int misses = 0; left > 0 && misses < MISSES_MAX;) {
+        /* one 32-bit draw: its product with the table size picks the slot
+         * (high half) and the coin between the slot's two experts (low half) */
+        const uint64_t x = (xoshiro_next(&s->rng) >> 32) * (uint64_t)a->n;
+        const int i = (int)(x >> 32);
+        const int32_t e = (uint32_t)x < a->thr[i] ? a->own[i] : a->alt[i];
+        if (got[e] < room[e]) {
+            got[e]++;
+            left--;
+            misses = 0;
+        } else {
+            misses++;
+        }
+    }
+    return left;
 }
 
 void tsim_counts_multinomial(tsim_counts_sampler *s, int entries, const double *w, const int64_t *room, int64_t n,

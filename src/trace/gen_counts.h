@@ -33,7 +33,18 @@ void tsim_counts_multinomial(tsim_counts_sampler *s, int entries, const double *
 void tsim_counts_fill(tsim_counts_sampler *s, int entries, const double *w, const int64_t *room, int64_t n,
                       int64_t *got);
 
-/* 32 random bits from the stream (for a caller's own alias table). */
-uint32_t tsim_counts_u32(tsim_counts_sampler *s);
+/* A Walker alias table over experts (gen.c builds it): slot i keeps own[i]
+ * when the low 32 bits of the draw fall below thr[i], else gives alt[i]. */
+typedef struct {
+    int n;
+    const uint32_t *thr;
+    const int32_t *own, *alt;
+} tsim_counts_alias;
+
+/* Adds up to n picks drawn from the table to got[] (indexed by expert),
+ * within room[]; a pick on a full expert is drawn again. Returns the picks
+ * left after 64 misses in a row (for tsim_counts_fill), usually 0. */
+int64_t tsim_counts_alias_picks(tsim_counts_sampler *s, const tsim_counts_alias *a, const int64_t *room, int64_t n,
+                                int64_t *got);
 
 #endif
