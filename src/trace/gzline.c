@@ -104,6 +104,30 @@ static int read_compressed(tsim_gzline *s, z_stream *zs, tsim_error *err)
 
 static bool take_over(tsim_gzline *s, int64_t off);
 
+/* Refills the input buffer so it starts at the member that starts here:
+ * every member is then fed to zlib in the same pieces however the file was
+ * reached (from its start, a seek, or the member threads handing a damaged
+ * member back), so the lines handed out before an error are the same. */
+static int align_input(tsim_gzline *s, z_stream *zs, tsim_error *err)
+{
+    size_t have = zs->avail_in;
+    memmove(s->in, zs->next_in, have);
+    zs->next_in = s->in;
+    while (!s->in_eof && have < IN_CAP) {
+        ssize_t n = read(s->fd, s->in + have, IN_CAP - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return fail(s, s->line + 1, err, "read error", strerror(errno));
+        if (n == 0)
+            s->in_eof = true;
+        have += (size_t)n;
+        s->in_read += n;
+    }
+    zs->avail_in = (uInt)have;
+    return TSIM_OK;
+}
+
 /* At the end of a gzip member: the end of the file, another member (reset
  * the stream, or hand the rest to the member threads) or an error. Sets
  * *stop when fill_gzip should return. */
@@ -119,6 +143,10 @@ static int after_member(tsim_gzline *s, z_stream *zs, size_t produced, bool *sto
         return TSIM_OK;
     }
     if (zs->next_in[0] != 0x1f || (zs->avail_in > 1 && zs->next_in[1] != 0x8b)) {
+        /* the member's lines first (its CRC passed), then the error: so the
+         * member threads, which see the garbage after serving them, agree */
+        if (produced > 0)
+            return TSIM_OK;
         char where[96];
         snprintf(where, sizeof where, "at compressed byte %lld", (long long)(s->in_read - (int64_t)zs->avail_in));
         return fail(s, s->line + 1, err, "data after the end of the gzip stream", where);
@@ -127,7 +155,7 @@ static int after_member(tsim_gzline *s, z_stream *zs, size_t produced, bool *sto
         return TSIM_OK; /* the next fill serves inflated members */
     inflateReset(zs); /* another gzip member follows */
     *stop = produced > 0;
-    return TSIM_OK;
+    return align_input(s, zs, err);
 }
 
 /* Inflates at least one byte into buf (or reaches the end, or hands over to
@@ -355,6 +383,7 @@ struct tsim_gzmembers {
     gz_member *cur;  /* the member whose text is being served */
     size_t cur_pos;
     int64_t done_off; /* end of the member being served, for progress */
+    int64_t given_back; /* the one-thread path reads the member here itself */
     pthread_mutex_t lock;
     pthread_cond_t done; /* a helper finished a member */
     void (*wake)(void *);
@@ -404,7 +433,7 @@ static bool take_over(tsim_gzline *s, int64_t off)
 {
     struct tsim_gzmembers *ms = s->mem;
     bool eof;
-    if (!ms || !member_length(s->fd, off, &eof))
+    if (!ms || off == ms->given_back || !member_length(s->fd, off, &eof))
         return false;
     ms->next_off = ms->done_off = off;
     ms->queue_end = ms->at_eof = false;
@@ -514,6 +543,7 @@ static void drop_members(tsim_gzline *s)
     }
     ms->head = ms->tail;
     ms->cur = NULL;
+    ms->given_back = -1;
     pthread_mutex_unlock(&ms->lock);
 }
 
@@ -523,6 +553,7 @@ static void drop_members(tsim_gzline *s)
 static int resume_one_thread(tsim_gzline *s, int64_t off, tsim_error *err)
 {
     drop_members(s);
+    s->mem->given_back = off;
     if (lseek(s->fd, (off_t)off, SEEK_SET) != (off_t)off)
         return fail(s, s->line + 1, err, "read error", strerror(errno));
     z_stream *zs = s->gz;
@@ -624,6 +655,7 @@ int tsim_gzline_members_start(tsim_gzline *s, int slots, void (*wake)(void *), v
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the inflating threads");
     }
     ms->cap = slots < 2 ? 2 : slots;
+    ms->given_back = -1;
     ms->wake = wake;
     ms->wake_arg = arg;
     pthread_mutex_init(&ms->lock, NULL);
