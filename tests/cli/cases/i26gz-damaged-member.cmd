@@ -1,4 +1,4 @@
-a='--ep 8 --experts 32 --topk 4 --tokens 64 --microbatches 1500 --layers 4'; $TAOTSIM gen -o $TMP/t.jsonl.gz $a 2>/dev/null || exit 9; cd $TMP || exit 9
+a='--ep 8 --experts 32 --topk 4 --tokens 64 --microbatches 1500 --layers 4'; mkdir $TMP/w && cd $TMP/w || exit 9; $TAOTSIM gen -o t.jsonl.gz $a 2>/dev/null || exit 9
 python3 -c '
 import struct
 d=bytearray(open("t.jsonl.gz","rb").read()); starts=[]; off=0
