@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "gen.h"
+#include "gzline.h"
 #include "trace.h"
 #include "trace_index.h"
 
@@ -338,8 +339,85 @@ static char *read_all(const char *path, const tsim_read_options *o, int threads)
     return out;
 }
 
+static void le32_put(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+enum {
+    HARM_NONE,
+    HARM_DATA,      /* a flipped bit in the deflate data */
+    HARM_CRC,       /* a wrong CRC-32 */
+    HARM_ISIZE,     /* a wrong length in the trailer */
+    HARM_LONGER,    /* the subfield says one byte more */
+    HARM_SHORTER,   /* the subfield says one byte less */
+    HARM_PLAIN,     /* a member without the subfield (another writer) */
+    HARM_EMPTY,     /* an empty member before it */
+    HARM_TRUNCATED, /* the file ends inside it */
+    HARM_GARBAGE,   /* text after the last member */
+    HARM_LONE_1F,   /* one 0x1f byte after the last member */
+    HARM_KINDS
+};
+
+/* Writes text as gzip members of `member` text bytes each, cut anywhere
+ * (mid-line too), each with taotsim's length subfield, and does `harm` to
+ * member `at`: this is the test's own writer of the format, so the reader is
+ * checked against the format and not only against trace_write.c. */
+static void write_members(const char *path, const char *text, size_t len, size_t member, int harm, int at)
+{
+    FILE *fp = fopen(path, "wb");
+    cr_assert_not_null(fp);
+    size_t cap = compressBound((uLong)member) + 64;
+    unsigned char *z = malloc(cap);
+    int k = 0;
+    for (size_t off = 0; off < len; off += member, k++) {
+        size_t n = len - off < member ? len - off : member;
+        if (k == at && harm == HARM_EMPTY) {
+            n = 0;
+            off -= member; /* the text continues in the next member */
+        }
+        z_stream zs = {0};
+        int plain = k == at && harm == HARM_PLAIN;
+        cr_assert_eq(deflateInit2(&zs, 6, Z_DEFLATED, plain ? 15 + 16 : -15, 8, Z_DEFAULT_STRATEGY), Z_OK);
+        zs.next_in = (Bytef *)(text + off);
+        zs.avail_in = (uInt)n;
+        zs.next_out = z;
+        zs.avail_out = (uInt)cap;
+        cr_assert_eq(deflate(&zs, Z_FINISH), Z_STREAM_END);
+        size_t zlen = cap - zs.avail_out;
+        deflateEnd(&zs);
+        if (plain) {
+            fwrite(z, 1, zlen, fp);
+            continue;
+        }
+        unsigned char head[TSIM_GZ_MEMBER_HEADER] = {0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 3, 8, 0,
+                                                     TSIM_GZ_SUBFIELD_ID1, TSIM_GZ_SUBFIELD_ID2, 4, 0};
+        uint32_t total = (uint32_t)(sizeof head + zlen + 8);
+        le32_put(head + 16, total + (k == at && harm == HARM_LONGER) - (k == at && harm == HARM_SHORTER));
+        unsigned char tail[8];
+        le32_put(tail, (uint32_t)crc32(0, (const Bytef *)text + off, (uInt)n) ^ (k == at && harm == HARM_CRC));
+        le32_put(tail + 4, (uint32_t)n + (k == at && harm == HARM_ISIZE));
+        if (k == at && harm == HARM_DATA)
+            z[zlen / 2] ^= 0x10;
+        fwrite(head, 1, sizeof head, fp);
+        if (k == at && harm == HARM_TRUNCATED) {
+            fwrite(z, 1, zlen / 2, fp);
+            break;
+        }
+        fwrite(z, 1, zlen, fp);
+        fwrite(tail, 1, sizeof tail, fp);
+    }
+    if (harm == HARM_GARBAGE)
+        fputs("not gzip data\n", fp);
+    if (harm == HARM_LONE_1F)
+        fputc(0x1f, fp);
+    free(z);
+    fclose(fp);
+}
+
 /* The same records, warnings and errors at 1, 2 and 4 threads, over random
- * mixed traces, plain and gzip, with and without rebucketing and a dataset
+ * mixed traces, plain, gzip and blocked gzip (intact and damaged), with and without rebucketing and a dataset
  * filter. */
 Test(index, parallel_parsing_reads_what_one_thread_reads)
 {
@@ -362,6 +440,14 @@ Test(index, parallel_parsing_reads_what_one_thread_reads)
             gzclose(z);
             free(text);
             file = gz;
+        } else if (trial % 4 == 3) {
+            /* blocked gzip with the length subfield: members inflated in parallel */
+            size_t len;
+            char *text = slurp(path, &len);
+            write_members(gz, text, len, 200 + (size_t)(par_rand(&s) % 3000), (int)(par_rand(&s) % HARM_KINDS),
+                          (int)(par_rand(&s) % 8));
+            free(text);
+            file = gz;
         }
         char *one = read_all(file, o, 0);
         for (int t = 1; t <= 3; t += 2) {
@@ -374,6 +460,147 @@ Test(index, parallel_parsing_reads_what_one_thread_reads)
         }
         free(one);
     }
+    unlink(path);
+    unlink(gz);
+}
+
+/* ---- parallel inflation of members that carry their length ----------------------- */
+
+/* A thread that only inflates members (tsim_gzline_help) until told to stop. */
+typedef struct {
+    tsim_gzline *s;
+    atomic_bool stop;
+    atomic_int inflated;
+} inflater;
+
+static void *inflate_loop(void *arg)
+{
+    inflater *h = arg;
+    while (!atomic_load(&h->stop)) {
+        if (tsim_gzline_help(h->s))
+            atomic_fetch_add(&h->inflated, 1);
+        else
+            sched_yield();
+    }
+    return NULL;
+}
+
+static void count_wake(void *arg)
+{
+    atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/* Lines, their numbers and the final status and message of a gzline, with
+ * (helper) or without parallel inflation; progress never goes back and ends
+ * at the file's size. */
+static char *read_lines(const char *path, bool helper, int *inflated)
+{
+    tsim_gzline s;
+    tsim_error err = {0};
+    cr_assert_eq(tsim_gzline_open(&s, path, true, 0, &err), TSIM_OK, "%s", err.msg);
+    atomic_int wakes;
+    atomic_init(&wakes, 0);
+    inflater h = {.s = &s};
+    atomic_init(&h.stop, false);
+    atomic_init(&h.inflated, 0);
+    pthread_t tid;
+    if (helper) {
+        cr_assert_eq(tsim_gzline_members_start(&s, 3, count_wake, &wakes, &err), TSIM_OK);
+        cr_assert_eq(pthread_create(&tid, NULL, inflate_loop, &h), 0);
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap);
+    char *line;
+    size_t len;
+    int rc;
+    int64_t last = 0;
+    while ((rc = tsim_gzline_next(&s, &line, &len, &err)) == 1) {
+        while (n + len + 32 > cap)
+            out = realloc(out, cap *= 2);
+        n += (size_t)sprintf(out + n, "%ld ", s.line);
+        memcpy(out + n, line, len);
+        n += len;
+        out[n++] = '\n';
+        int64_t at = tsim_gzline_offset(&s);
+        cr_assert_geq(at, last);
+        cr_assert_leq(at, s.file_size);
+        last = at;
+    }
+    if (rc == 0)
+        cr_assert_eq(tsim_gzline_offset(&s), s.file_size);
+    if (helper) {
+        atomic_store(&h.stop, true);
+        pthread_join(tid, NULL);
+        *inflated = atomic_load(&h.inflated);
+        cr_assert(*inflated == 0 || atomic_load(&wakes) > 0, "helpers inflated members nobody woke them for");
+    }
+    while (n + TSIM_ERROR_MSG_MAX + 32 > cap)
+        out = realloc(out, cap *= 2);
+    sprintf(out + n, "end %d %s\n", rc, rc < 0 || rc > 1 ? err.msg : "");
+    tsim_gzline_close(&s);
+    return out;
+}
+
+/* Members with the length subfield give the same lines, line numbers and
+ * errors (with their messages) whether a helper inflates them or not, intact
+ * or damaged in every way a member can be; an intact multi-member file is
+ * really inflated by the helper. */
+Test(index, parallel_inflation_reads_what_one_thread_reads)
+{
+    char path[256], gz[256];
+    temp_path(path, sizeof path, "members.jsonl");
+    temp_path(gz, sizeof gz, "members.jsonl.gz");
+    for (int trial = 0; trial < 5 * HARM_KINDS; trial++) {
+        uint64_t s = 5000 + (uint64_t)trial;
+        /* from the third round on, files are large: megabytes of text in members of up to
+         * 200 KiB, so the one-thread path's buffers fill and wrap many times */
+        bool large = trial / HARM_KINDS >= 2;
+        write_mixed(path, s, large ? 5000 + (int)(par_rand(&s) % 5000) : 50 + (int)(par_rand(&s) % 300), 0);
+        size_t len;
+        char *text = slurp(path, &len);
+        size_t member = large ? 20000 + (size_t)(par_rand(&s) % 200000) : 300 + (size_t)(par_rand(&s) % 4000);
+        int members = (int)((len + member - 1) / member);
+        int harm = trial % HARM_KINDS;
+        int at = (int)(par_rand(&s) % (uint64_t)members);
+        write_members(gz, text, len, member, harm, at);
+        char *one = read_lines(gz, false, NULL);
+        int inflated = 0;
+        char *many = read_lines(gz, true, &inflated);
+        cr_assert_str_eq(many, one, "trial %d, harm %d at member %d of %d: %s VS %s", trial, harm, at, members, many + strlen(many) - (strlen(many) > 150 ? 150 : strlen(many)), one + strlen(one) - 150);
+        /* a lying subfield is the member threads' problem only: gzip ignores it */
+        bool fine = harm == HARM_NONE || harm == HARM_PLAIN || harm == HARM_EMPTY || harm == HARM_LONGER ||
+                    harm == HARM_SHORTER;
+        const char *end = strstr(one, "\nend ");
+        cr_assert_not_null(end);
+        cr_assert_eq(strcmp(end, "\nend 0 \n") == 0, fine, "trial %d, harm %d: %s", trial, harm, end);
+        free(one);
+        free(many);
+        free(text);
+    }
+    unlink(path);
+    unlink(gz);
+}
+
+/* The helper takes members from the reader: with members of a few hundred
+ * bytes and a helper spinning for work, some are inflated off the reading
+ * thread (the test would be blind if the parallel path never engaged). */
+Test(index, a_helper_inflates_members)
+{
+    char path[256], gz[256];
+    temp_path(path, sizeof path, "helped.jsonl");
+    temp_path(gz, sizeof gz, "helped.jsonl.gz");
+    write_mixed(path, 77, 4000, 0);
+    size_t len;
+    char *text = slurp(path, &len);
+    write_members(gz, text, len, 2000, HARM_NONE, -1);
+    char *one = read_lines(gz, false, NULL);
+    int inflated = 0;
+    char *many = read_lines(gz, true, &inflated);
+    cr_assert_str_eq(many, one);
+    cr_assert_gt(inflated, 0, "of %zu members, the helper inflated none", len / 2000);
+    free(one);
+    free(many);
+    free(text);
     unlink(path);
     unlink(gz);
 }

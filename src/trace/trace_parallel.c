@@ -10,7 +10,12 @@
  * (duplicate check, split, totals, dataset filter, warnings, messages) runs
  * exactly as in the one-thread reader. A line the fast path refuses goes
  * through the cJSON path on the caller's thread, in order, so results, errors
- * and warnings are the same at any thread count. */
+ * and warnings are the same at any thread count.
+ *
+ * A .jsonl.gz whose members carry their length (taotsim's writers) is
+ * inflated by the same threads: the caller's thread reads whole members and
+ * the helpers inflate them (gzline.c) before they parse lines, since the
+ * lines wait on the text. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,11 +120,29 @@ static bool parse_one(struct tsim_parallel *p)
     return true;
 }
 
+/* Called by the reading thread when members wait to be inflated. The check
+ * for work and the wait in helper_main both hold the lock, so no wake-up is
+ * lost. */
+static void wake_helpers(void *arg)
+{
+    struct tsim_parallel *p = arg;
+    pthread_mutex_lock(&p->lock);
+    if (p->sleeping)
+        pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
+}
+
 static void *helper_main(void *arg)
 {
     struct tsim_parallel *p = arg;
     pthread_mutex_lock(&p->lock);
     while (!p->stop) {
+        if (tsim_gzline_has_work(&p->r->lines)) {
+            pthread_mutex_unlock(&p->lock);
+            tsim_gzline_help(&p->r->lines);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
         if (!parse_one(p)) {
             p->sleeping++;
             pthread_cond_wait(&p->work, &p->lock);
@@ -241,6 +264,7 @@ void tsim_parallel_stop(tsim_reader *r)
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->started; i++)
         pthread_join(p->tids[i], NULL);
+    tsim_gzline_members_stop(&r->lines); /* its wake-up points at p */
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->work);
     pthread_cond_destroy(&p->done);
@@ -279,6 +303,8 @@ bool tsim_reader_help(tsim_reader *r)
     struct tsim_parallel *p = r->par;
     if (!p)
         return false;
+    if (tsim_gzline_help(&r->lines))
+        return true;
     pthread_mutex_lock(&p->lock);
     bool parsed = !p->stop && parse_one(p);
     pthread_mutex_unlock(&p->lock);
@@ -302,6 +328,9 @@ int tsim_parallel_start(tsim_reader *r, int threads, int sharers, tsim_error *er
     p->tids = calloc((size_t)threads, sizeof *p->tids);
     int rc = p->tids ? alloc_slots(p, err)
                      : tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the parsing threads");
+    /* A member slot per thread that inflates, and one read ahead. */
+    if (!rc && r->fmt == TSIM_FMT_JSONL_GZ)
+        rc = tsim_gzline_members_start(&r->lines, threads + sharers + 2, wake_helpers, p, err);
     for (int i = 0; !rc && i < threads; i++) {
         if (pthread_create(&p->tids[i], NULL, helper_main, p) != 0)
             rc = tsim_error_set(err, TSIM_E_INTERNAL, "cannot start a parsing thread");

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "crc32_fast.h"
+#include "gzline.h"
 #include "outfile.h"
 #include "topology.h"
 #include "trace_internal.h"
@@ -32,6 +34,13 @@ struct tsim_writer {
     unsigned char *zbuf;
     size_t member_in; /* text bytes deflated into the current member */
     int64_t members;  /* members finished */
+    int level;        /* deflate level, for the header's XFL byte */
+    /* The current member's raw deflate output, held until it ends: its
+     * header carries the member's length (TSIM_GZ_SUBFIELD_*), so a reader
+     * can hand whole members to other threads without inflating first. */
+    unsigned char *member;
+    size_t member_len, member_cap;
+    uint32_t crc; /* CRC-32 of the current member's text */
 };
 
 static int reserve(tsim_writer *w, size_t more, tsim_error *err)
@@ -98,6 +107,59 @@ static void put_json_string(tsim_writer *w, const char *s)
     w->buf[w->len++] = '"';
 }
 
+/* Appends deflated bytes from zbuf to the current member. */
+static int keep_deflated(tsim_writer *w, size_t have, tsim_error *err)
+{
+    if (w->member_len + have > w->member_cap) {
+        size_t cap = w->member_cap ? w->member_cap : FLUSH_AT * 4;
+        while (cap < w->member_len + have)
+            cap *= 2;
+        unsigned char *p = realloc(w->member, cap);
+        if (!p)
+            return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory while writing %s", w->path);
+        w->member = p;
+        w->member_cap = cap;
+    }
+    memcpy(w->member + w->member_len, w->zbuf, have);
+    w->member_len += have;
+    return TSIM_OK;
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Writes the finished member: a gzip header whose extra field holds the
+ * member's total length, the deflated data, CRC-32 and length of the text. */
+static int write_member(tsim_writer *w, size_t text_len, tsim_error *err)
+{
+    unsigned char head[TSIM_GZ_MEMBER_HEADER] = {0x1f, 0x8b, 8, 4 /* FEXTRA */, 0, 0, 0, 0 /* no time stamp */};
+    /* XFL as zlib sets it: 2 for the slowest level, 4 for the fastest. */
+    head[8] = w->level == 9 ? 2 : w->level >= 0 && w->level < 2 ? 4 : 0;
+    head[9] = 3; /* Unix, on every system, so the bytes are the same everywhere */
+    head[10] = 8; /* XLEN: one subfield of 4 + 4 bytes */
+    head[12] = TSIM_GZ_SUBFIELD_ID1;
+    head[13] = TSIM_GZ_SUBFIELD_ID2;
+    head[14] = 4;
+    const uint64_t total = (uint64_t)TSIM_GZ_MEMBER_HEADER + w->member_len + 8;
+    if (total > UINT32_MAX)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: a gzip member of %llu bytes is too long", w->path,
+                              (unsigned long long)total);
+    put_le32(head + 16, (uint32_t)total);
+    unsigned char tail[8];
+    put_le32(tail, w->crc);
+    put_le32(tail + 4, (uint32_t)text_len);
+    if (fwrite(head, 1, sizeof head, w->out.fp) != sizeof head ||
+        (w->member_len && fwrite(w->member, 1, w->member_len, w->out.fp) != w->member_len) ||
+        fwrite(tail, 1, sizeof tail, w->out.fp) != sizeof tail)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed: %s", w->path, strerror(errno));
+    w->member_len = 0;
+    w->crc = 0;
+    return TSIM_OK;
+}
+
 static int emit(tsim_writer *w, const void *data, size_t n, int flush, tsim_error *err)
 {
     if (!w->gz) {
@@ -105,6 +167,7 @@ static int emit(tsim_writer *w, const void *data, size_t n, int flush, tsim_erro
             return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed: %s", w->path, strerror(errno));
         return TSIM_OK;
     }
+    w->crc = tsim_crc32(w->crc, data, n);
     w->z.next_in = (Bytef *)(uintptr_t)data;
     w->z.avail_in = (uInt)n;
     do {
@@ -113,9 +176,9 @@ static int emit(tsim_writer *w, const void *data, size_t n, int flush, tsim_erro
         int zrc = deflate(&w->z, flush);
         if (zrc == Z_STREAM_ERROR)
             return tsim_error_set(err, TSIM_E_INTERNAL, "%s: zlib deflate failed", w->path);
-        size_t have = FLUSH_AT - w->z.avail_out;
-        if (have && fwrite(w->zbuf, 1, have, w->out.fp) != have)
-            return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed: %s", w->path, strerror(errno));
+        int rc = keep_deflated(w, FLUSH_AT - w->z.avail_out, err);
+        if (rc)
+            return rc;
     } while (w->z.avail_out == 0 || (flush == Z_FINISH && w->z.avail_in > 0));
     return TSIM_OK;
 }
@@ -132,6 +195,8 @@ static int drain(tsim_writer *w, tsim_error *err)
 static int end_member(tsim_writer *w, tsim_error *err)
 {
     int rc = emit(w, w->buf, w->len, Z_FINISH, err);
+    if (!rc)
+        rc = write_member(w, w->member_in + w->len, err);
     w->len = 0;
     w->member_in = 0;
     w->members++;
@@ -150,6 +215,7 @@ int tsim_writer_set_gzip_level(tsim_writer *w, int level, tsim_error *err)
      * new level applies to the whole file. */
     if (w->members || w->member_in || deflateParams(&w->z, level, Z_DEFAULT_STRATEGY) != Z_OK)
         return tsim_error_set(err, TSIM_E_INTERNAL, "%s: the gzip level must be set before writing", w->path);
+    w->level = level;
     return TSIM_OK;
 }
 
@@ -186,6 +252,7 @@ static void writer_free(tsim_writer *w)
     if (w->gz)
         deflateEnd(&w->z);
     free(w->zbuf);
+    free(w->member);
     free(w->buf);
     free(w->path);
     free(w);
@@ -230,9 +297,10 @@ int tsim_writer_open(tsim_writer **out, const char *path, const tsim_trace_heade
     w->experts = h->experts;
     if (fmt == TSIM_FMT_JSONL_GZ) {
         w->zbuf = malloc(FLUSH_AT);
-        /* windowBits 15 + 16: a gzip wrapper with a zero timestamp, so the bytes are reproducible. */
-        if (!w->zbuf ||
-            deflateInit2(&w->z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        /* windowBits -15: raw deflate; write_member wraps each member in
+         * gzip itself (a header with its length, no time stamp). */
+        w->level = 6;
+        if (!w->zbuf || deflateInit2(&w->z, w->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
             writer_free(w);
             cJSON_free(meta);
             return tsim_error_set(err, TSIM_E_INTERNAL, "zlib could not start a gzip stream");
@@ -361,6 +429,8 @@ int tsim_writer_close(tsim_writer *w, bool commit, tsim_error *err)
         bool empty_tail = w->gz && w->members > 0 && w->member_in == 0 && w->len == 0;
         if (!rc && !empty_tail)
             rc = emit(w, w->buf, w->len, w->gz ? Z_FINISH : Z_NO_FLUSH, err);
+        if (!rc && !empty_tail && w->gz)
+            rc = write_member(w, w->member_in + w->len, err);
         w->len = 0;
         if (!rc)
             rc = tsim_outfile_commit(&w->out, err);
