@@ -30,6 +30,11 @@ trap 'rm -rf "$tmp"' EXIT
 zcat "$tmp/t.jsonl.gz" >"$tmp/t.jsonl"
 run "replay .jsonl -j 4" replay "$tmp/t.jsonl" -j 4 --planners none,taot,echo,lplb,eplb
 run "replay .jsonl.gz -j 3" replay "$tmp/t.jsonl.gz" -j 3 --planners taot,llep
+# several gzip members (about 1 MiB of text each), so the planning threads
+# inflate members too (the first member is always the reading thread's)
+"$bin" gen -o "$tmp/m.jsonl.gz" --ep 8 --experts 32 --topk 4 --tokens 64 --microbatches 2000 --layers 4 \
+    --hot-fraction 0.1 --gzip-level 1 --generator 2 2>/dev/null
+run "replay blocked .jsonl.gz -j 4 (members inflated in parallel)" replay "$tmp/m.jsonl.gz" -j 4 --planners none,echo
 "$bin" index --every 64 "$tmp/t.jsonl" >/dev/null
 run "indexed shard -j 4" replay "$tmp/t.jsonl" -j 4 --planners none,echo --shard 2/5 -o "$tmp/p.json"
 echo "tsan: every study and replay ran at -j 3-4 without a data race"
