@@ -1,6 +1,7 @@
 #!/bin/sh
-# Memcheck over the bundled traces: replays every traces/*.jsonl.gz (and
-# traces/tiny-4rank.json, with an LPLB graph that fits its 4 ranks) with every
+# Memcheck over the bundled traces: replays four of traces/*.jsonl.gz and the
+# start of the long one (and traces/tiny-4rank.json, with an LPLB graph that
+# fits its 4 ranks; and -j 2 over JSON Lines and blocked gzip) with every
 # planner the binary knows, TAOT's split phase 3 and LPLB's exact solver
 # (expensive planners on the tiny trace only), plus the error paths
 # that free half-built state (a bad trace, a full disk, a bad planner option).
@@ -66,13 +67,16 @@ run() {
     fi
 }
 
-for trace in traces/*.jsonl.gz; do
+# Memcheck runs some 50x slower, and the bundled traces differ in imbalance,
+# not in code paths: each EP size's lowest and highest imbalance (few and
+# many replicas), and the long drifting trace's first 32 records (EPLB's
+# interval of 8 records per layer is reached within them).
+for trace in traces/ep16-imb10.jsonl.gz traces/ep16-imb70.jsonl.gz traces/ep32-imb10.jsonl.gz \
+    traces/ep32-imb70.jsonl.gz traces/ep32-drift-long.jsonl.gz; do
     [ -e "$trace" ] || continue
-    # A long trace (advise's 1,000 microbatches) adds minutes under memcheck
-    # and no code path: its header and first 64 records stand for it.
-    if [ "$(gzip -dc "$trace" | wc -l)" -gt 65 ]; then
-        gzip -dc "$trace" | head -n 65 | gzip > "$scratch/head.jsonl.gz"
-        run 0 "replay $trace (first 64 records)" replay "$scratch/head.jsonl.gz" --planners "$planners" \
+    if [ "$(gzip -dc "$trace" | wc -l)" -gt 33 ]; then
+        gzip -dc "$trace" | head -n 33 | gzip > "$scratch/head.jsonl.gz"
+        run 0 "replay $trace (first 32 records)" replay "$scratch/head.jsonl.gz" --planners "$planners" \
             --format json --dump-plans "$scratch/plans.jsonl" -o "$scratch/result.json"
         continue
     fi
@@ -88,6 +92,15 @@ if [ -e traces/tiny-4rank.json ]; then
 fi
 
 # Error paths: everything built so far must be freed on the way out.
+# -j 2: lines parsed, members inflated and record buffers handed between
+# threads (a leak or a double free there shows here)
+if [ -e traces/ep16-imb10.jsonl.gz ]; then
+    run 0 "replay -j 2 traces/ep16-imb10.jsonl.gz" replay traces/ep16-imb10.jsonl.gz -j 2 --planners none,taot,lplb
+fi
+"$bin" gen -o "$scratch/members.jsonl.gz" --ep 8 --experts 32 --topk 4 --tokens 64 --microbatches 2000 \
+    --layers 4 --hot-fraction 0.1 --gzip-level 1 --generator 2 2>/dev/null
+run 0 "replay -j 2 of a blocked .jsonl.gz (5 members)" replay "$scratch/members.jsonl.gz" -j 2 --planners none
+
 first=$(ls traces/*.jsonl.gz 2>/dev/null | head -1)
 if [ -n "$first" ]; then
     run 2 "replay -o /dev/full" replay "$first" --planners taot,lplb -o /dev/full
