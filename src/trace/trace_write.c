@@ -110,6 +110,8 @@ static void put_json_string(tsim_writer *w, const char *s)
 /* Appends deflated bytes from zbuf to the current member. */
 static int keep_deflated(tsim_writer *w, size_t have, tsim_error *err)
 {
+    if (have == 0)
+        return TSIM_OK; /* nothing yet: memcpy to a member not yet allocated is undefined even for 0 bytes */
     if (w->member_len + have > w->member_cap) {
         size_t cap = w->member_cap ? w->member_cap : FLUSH_AT * 4;
         while (cap < w->member_len + have)
