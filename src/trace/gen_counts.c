@@ -216,6 +216,16 @@ static void draw_round(tsim_counts_sampler *s, const double *w, bool uniform, in
  * place those. */
 #define MISSES_MAX 64
 
+/* One drawn pick: kept when the entry has room (one fewer left), else a miss. */
+static inline bool place_pick(int64_t *got, const int64_t *room, int e, int64_t *left)
+{
+    if (got[e] >= room[e])
+        return false;
+    got[e]++;
+    (*left)--;
+    return true;
+}
+
 static int64_t draw_picks(tsim_counts_sampler *s, int entries, const double *w, const int64_t *room, int64_t n,
                           int64_t *got)
 {
@@ -236,13 +246,7 @@ static int64_t draw_picks(tsim_counts_sampler *s, int entries, const double *w, 
             else
                 lo = mid + 1;
         }
-        if (got[lo] < room[lo] && w[lo] > 0.0) {
-            got[lo]++;
-            left--;
-            misses = 0;
-        } else {
-            misses++;
-        }
+        misses = w[lo] > 0.0 && place_pick(got, room, lo, &left) ? 0 : misses + 1;
     }
     return left;
 }
@@ -257,13 +261,7 @@ int64_t tsim_counts_alias_picks(tsim_counts_sampler *s, const tsim_counts_alias 
         const uint64_t x = (xoshiro_next(&s->rng) >> 32) * (uint64_t)a->n;
         const int i = (int)(x >> 32);
         const int32_t e = (uint32_t)x < a->thr[i] ? a->own[i] : a->alt[i];
-        if (got[e] < room[e]) {
-            got[e]++;
-            left--;
-            misses = 0;
-        } else {
-            misses++;
-        }
+        misses = place_pick(got, room, e, &left) ? 0 : misses + 1;
     }
     return left;
 }
