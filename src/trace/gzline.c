@@ -82,24 +82,30 @@ int tsim_gzline_open(tsim_gzline *s, const char *path, bool gz, size_t max_line,
     return TSIM_OK;
 }
 
+/* read(2), again when a signal interrupts it before any byte. */
+static ssize_t read_some(int fd, void *buf, size_t n)
+{
+    ssize_t k;
+    do
+        k = read(fd, buf, n);
+    while (k < 0 && errno == EINTR);
+    return k;
+}
+
 /* Refills the compressed input buffer when it is empty. */
 static int read_compressed(tsim_gzline *s, z_stream *zs, tsim_error *err)
 {
     if (zs->avail_in > 0 || s->in_eof)
         return TSIM_OK;
-    for (;;) {
-        ssize_t n = read(s->fd, s->in, IN_CAP);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return fail(s, s->line + 1, err, "read error", strerror(errno));
-        if (n == 0)
-            s->in_eof = true;
-        zs->next_in = s->in;
-        zs->avail_in = (uInt)n;
-        s->in_read += n;
-        return TSIM_OK;
-    }
+    ssize_t n = read_some(s->fd, s->in, IN_CAP);
+    if (n < 0)
+        return fail(s, s->line + 1, err, "read error", strerror(errno));
+    if (n == 0)
+        s->in_eof = true;
+    zs->next_in = s->in;
+    zs->avail_in = (uInt)n;
+    s->in_read += n;
+    return TSIM_OK;
 }
 
 static bool take_over(tsim_gzline *s, int64_t off);
@@ -114,9 +120,7 @@ static int align_input(tsim_gzline *s, z_stream *zs, tsim_error *err)
     memmove(s->in, zs->next_in, have);
     zs->next_in = s->in;
     while (!s->in_eof && have < IN_CAP) {
-        ssize_t n = read(s->fd, s->in + have, IN_CAP - have);
-        if (n < 0 && errno == EINTR)
-            continue;
+        ssize_t n = read_some(s->fd, s->in + have, IN_CAP - have);
         if (n < 0)
             return fail(s, s->line + 1, err, "read error", strerror(errno));
         if (n == 0)
@@ -210,17 +214,13 @@ static int fill(tsim_gzline *s, tsim_error *err)
         room = (size_t)INT_MAX;
     if (s->gz)
         return s->mactive ? fill_members(s, room, err) : fill_gzip(s, room, err);
-    for (;;) {
-        ssize_t n = read(s->fd, s->buf + s->end, room);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return fail(s, s->line + 1, err, "read error", strerror(errno));
-        if (n == 0)
-            s->eof = true;
-        s->end += (size_t)n;
-        return TSIM_OK;
-    }
+    ssize_t n = read_some(s->fd, s->buf + s->end, room);
+    if (n < 0)
+        return fail(s, s->line + 1, err, "read error", strerror(errno));
+    if (n == 0)
+        s->eof = true;
+    s->end += (size_t)n;
+    return TSIM_OK;
 }
 
 /* Lines are handed out as C strings: a NUL inside one would silently cut it
