@@ -1,6 +1,7 @@
-/* Generator version 2 (gen --generator 2, gen_counts.c): its binomial and
- * capped multinomial samplers against their distributions, and the records'
- * invariants (rows, caps, the hotspot, the same bytes at any -j). */
+/* Generator versions 2 and 3 (gen --generator 2|3, gen_counts.c): the
+ * binomial, Poisson and capped multinomial samplers against their
+ * distributions, version 3 against version 2 (the same law), and the
+ * records' invariants (rows, caps, the hotspot, the same bytes at any -j). */
 #include <criterion/criterion.h>
 
 #include <math.h>
@@ -198,17 +199,18 @@ static int64_t *v2_records(const tsim_gen_params *p, double *rho)
     return out;
 }
 
-/* Random regimes (placements, hot experts, skews, k up to E): every row sums
- * to T k, no expert gets more than T, an unskewed hot set of at most k
+/* Random regimes (placements, hot experts, skews, k up to E), versions 2
+ * and 3 in turn: every row sums to T k, no expert gets more than T, an unskewed hot set of at most k
  * experts gets every hot token, and the records are the same at 1, 2 and 5
  * threads. */
 Test(gen_counts, random_regimes_keep_the_invariants)
 {
     uint64_t state = 4242;
-    for (int trial = 0; trial < 60; trial++) {
+    for (int trial = 0; trial < 120; trial++) {
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
         uint32_t x = (uint32_t)(state >> 33);
         tsim_gen_params p = v2_params();
+        p.version = trial % 2 ? TSIM_GEN_VERSION_BLOCKS : TSIM_GEN_VERSION_COUNTS;
         const int eps[] = {2, 4, 8};
         p.ep = eps[x % 3];
         p.experts = p.ep * (2 + (int)(x / 3 % 4));
@@ -304,8 +306,195 @@ Test(gen_counts, meta_records_version_2_and_3_is_refused)
     cr_assert_not_null(strstr(text, "\"version\":2"), "%s", text);
     free(text);
     cJSON_Delete(meta);
-    p.version = 3;
+    p.version = TSIM_GEN_VERSION_BLOCKS;
+    meta = tsim_gen_meta(&p, NULL, 0.1);
+    cr_assert_not_null(meta);
+    text = cJSON_PrintUnformatted(meta);
+    cr_assert_not_null(strstr(text, "\"version\":3"), "%s", text);
+    free(text);
+    cJSON_Delete(meta);
+    p.version = 4;
     tsim_error err = {0};
     cr_assert_eq(tsim_gen_params_check(&p, &err), TSIM_E_INPUT);
-    cr_assert_not_null(strstr(err.msg, "--generator 3"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "--generator 4"), "%s", err.msg);
+}
+
+/* P(X <= k) of Poisson(mu), summed term by term from 0 in long double. */
+static long double poisson_cdf(double mu, int64_t k)
+{
+    long double sum = 0.0L;
+    for (int64_t j = 0; j <= k; j++)
+        sum += expl((long double)j * logl(mu) - mu - lgammal((long double)j + 1));
+    return sum;
+}
+
+/* The tables invert the Poisson CDF: for uniforms across [0, 1), the ends
+ * and the far tail past each table's cut included, the value k drawn has
+ * P(X <= k - 1) <= u < P(X <= k), up to rounding. Means on both sides of
+ * the from-zero and from-the-mode switch (50), and 0. */
+Test(gen_counts, poisson_tables_invert_the_cdf)
+{
+    static const double mu[] = {0.0, 1e-3, 0.7, 3.0, 15.3, 49.99, 50.0, 256.0, 4000.0};
+    const int n = (int)(sizeof mu / sizeof *mu);
+    double total = 0.0;
+    for (int e = 0; e < n; e++)
+        total += mu[e];
+    tsim_counts_poisson_tables t;
+    cr_assert_eq(tsim_counts_poisson_init(&t, n, tsim_counts_poisson_bound(total, n)), 0);
+    cr_assert_eq(tsim_counts_poisson_build(&t, mu), 0);
+    enum { GRID = 600 };
+    double *u = malloc(sizeof *u * GRID * (size_t)n);
+    int64_t *k = malloc(sizeof *k * GRID * (size_t)n);
+    for (int i = 0; i < GRID; i++)
+        for (int e = 0; e < n; e++) {
+            double v = (double)i / GRID;
+            if (i >= GRID - 10) /* the far tail, beyond the tables' 1e-7 cut */
+                v = 1.0 - pow(10.0, -(double)(i - GRID + 18));
+            u[(size_t)i * (size_t)n + (size_t)e] = i == GRID - 1 ? 1.0 - 0x1.0p-53 : v;
+        }
+    tsim_counts_poisson_grid(&t, GRID, u, k);
+    for (int i = 0; i < GRID; i++)
+        for (int e = 0; e < n; e++) {
+            const size_t at = (size_t)i * (size_t)n + (size_t)e;
+            if (mu[e] == 0.0) {
+                cr_assert_eq(k[at], 0);
+                continue;
+            }
+            const long double below = k[at] > 0 ? poisson_cdf(mu[e], k[at] - 1) : 0.0L;
+            const long double upto = poisson_cdf(mu[e], k[at]);
+            cr_assert(below <= (long double)u[at] + 1e-12L && (long double)u[at] < upto + 1e-12L,
+                      "mu %g, u %.17g: drew %lld with P(X < k) %.17Lg, P(X <= k) %.17Lg", mu[e], u[at],
+                      (long long)k[at], below, upto);
+        }
+    free(u);
+    free(k);
+    tsim_counts_poisson_free(&t);
+}
+
+/* Rows from the sampler's own streams: over 100,000 rows the mean and
+ * variance of each mean's draws are within 5 standard errors. */
+Test(gen_counts, poisson_rows_have_their_moments)
+{
+    static const double mu[] = {0.4, 15.3, 256.0};
+    tsim_counts_poisson_tables t;
+    cr_assert_eq(tsim_counts_poisson_init(&t, 3, tsim_counts_poisson_bound(272.0, 3)), 0);
+    cr_assert_eq(tsim_counts_poisson_build(&t, mu), 0);
+    tsim_counts_sampler *s = sampler_new(3, 99);
+    const int rows = 100000;
+    double sum[3] = {0}, sq[3] = {0};
+    for (int r = 0; r < rows; r++) {
+        int64_t got[3], top;
+        const int64_t total = tsim_counts_poisson_row(s, &t, got, &top);
+        cr_assert_eq(total, got[0] + got[1] + got[2]);
+        cr_assert_eq(top, got[0] > got[1] ? (got[0] > got[2] ? got[0] : got[2]) : (got[1] > got[2] ? got[1] : got[2]));
+        for (int e = 0; e < 3; e++) {
+            sum[e] += (double)got[e];
+            sq[e] += (double)got[e] * (double)got[e];
+        }
+    }
+    for (int e = 0; e < 3; e++) {
+        const double mean = sum[e] / rows, var = sq[e] / rows - mean * mean;
+        cr_assert_lt(fabs(mean - mu[e]), 5.0 * sqrt(mu[e] / rows), "mu %g: mean %g", mu[e], mean);
+        /* the variance of a sample variance of a Poisson is about (mu + 2 mu^2) / rows */
+        cr_assert_lt(fabs(var - mu[e]), 5.0 * sqrt((mu[e] + 2.0 * mu[e] * mu[e]) / rows), "mu %g: variance %g",
+                     mu[e], var);
+    }
+    tsim_counts_sampler_free(s);
+    tsim_counts_poisson_free(&t);
+}
+
+/* Version 3's block picks follow version 2's law (picks with replacement, a
+ * pick on a full expert drawn again): with a binding cap the mean count of
+ * every expert agrees within 5 standard errors over 40,000 draws each, every
+ * draw places all picks within the rooms, and the headroom hint (`safe`)
+ * changes nothing when it is right. */
+Test(gen_counts, block_picks_follow_the_capped_law)
+{
+    /* slot i keeps expert i with odds thr / 2^32, else gives expert 3 - i */
+    static const uint32_t thr[] = {0xC0000000u, 0x40000000u, 0xFFFFFFFFu, 0x20000000u};
+    static const int32_t own[] = {0, 1, 2, 3}, alt[] = {3, 2, 1, 0};
+    const tsim_counts_alias table = {4, thr, own, alt};
+    const int64_t room[] = {6, 100, 100, 9};
+    const int64_t n = 40;
+    const int trials = 40000;
+    double mean[2][4] = {{0}}, sq[2][4] = {{0}};
+    tsim_counts_sampler *seq = sampler_new(4, 5), *blk = sampler_new(4, 6);
+    /* the table's odds per expert, for the binomial rounds that place what
+     * the picks gave up on (as gen.c does) */
+    double w[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        w[own[i]] += (double)thr[i] / 4294967296.0;
+        w[alt[i]] += 1.0 - (double)thr[i] / 4294967296.0;
+    }
+    for (int t = 0; t < trials; t++) {
+        int64_t a[4] = {0}, b[4] = {0};
+        tsim_counts_fill(seq, 4, w, room, tsim_counts_alias_picks(seq, &table, room, n, a), a);
+        tsim_counts_fill(blk, 4, w, room, tsim_counts_alias_block_picks(blk, &table, room, 4, n, t % 2 ? 0 : 6, b), b);
+        int64_t total = 0;
+        for (int e = 0; e < 4; e++) {
+            cr_assert_leq(b[e], room[e]);
+            total += b[e];
+            mean[0][e] += (double)a[e];
+            mean[1][e] += (double)b[e];
+            sq[0][e] += (double)a[e] * (double)a[e];
+            sq[1][e] += (double)b[e] * (double)b[e];
+        }
+        cr_assert_eq(total, n);
+    }
+    for (int e = 0; e < 4; e++) {
+        double var = 0.0;
+        for (int v = 0; v < 2; v++) {
+            mean[v][e] /= trials;
+            var += (sq[v][e] / trials - mean[v][e] * mean[v][e]) / trials;
+        }
+        cr_assert_lt(fabs(mean[0][e] - mean[1][e]), 5.0 * sqrt(var) + 1e-9, "expert %d: %g against %g", e,
+                     mean[0][e], mean[1][e]);
+    }
+    cr_assert_gt(mean[1][0], 5.99, "expert 0 (odds 0.41 of 40 picks, room 6) is nearly always full: %g", mean[1][0]);
+    tsim_counts_sampler_free(seq);
+    tsim_counts_sampler_free(blk);
+}
+
+/* Version 3 draws version 2's law with other streams: both see the same
+ * popularity in every record, so each expert's total count over a trace
+ * agrees within 5 standard errors (a count's variance is at most its mean),
+ * on the Table-1 shape at 256 tokens (Poisson tables from 0), at 4096 (from
+ * the mode) and with an uneven popularity and a hotspot. */
+Test(gen_counts, version_3_counts_like_version_2)
+{
+    static const struct {
+        int tokens;
+        double concentration, hot_fraction;
+    } cases[] = {{256, 200.0, 0.0}, {4096, 200.0, 0.05}, {256, 0.3, 0.05}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tsim_gen_params p;
+        tsim_gen_params_default(&p);
+        p.ep = 32;
+        p.tokens = cases[c].tokens;
+        p.concentration = cases[c].concentration;
+        p.hot_fraction = cases[c].hot_fraction;
+        p.microbatches = 4;
+        p.layers = 2;
+        const size_t cells = (size_t)p.ep * (size_t)p.experts;
+        const int64_t records = tsim_gen_record_count(&p);
+        double rho[2];
+        p.version = TSIM_GEN_VERSION_COUNTS;
+        int64_t *two = v2_records(&p, &rho[0]);
+        p.version = TSIM_GEN_VERSION_BLOCKS;
+        int64_t *three = v2_records(&p, &rho[1]);
+        for (int e = 0; e < p.experts; e++) {
+            double a = 0.0, b = 0.0;
+            for (int64_t i = 0; i < records; i++)
+                for (int r = 0; r < p.ep; r++) {
+                    const size_t at = (size_t)i * cells + (size_t)r * (size_t)p.experts + (size_t)e;
+                    a += (double)two[at];
+                    b += (double)three[at];
+                }
+            cr_assert_lt(fabs(a - b), 5.0 * sqrt(a + b) + 1e-9, "case %zu expert %d: version 2 %g, version 3 %g", c,
+                         e, a, b);
+        }
+        cr_assert_lt(fabs(rho[0] - rho[1]), 0.015, "case %zu: imbalance %.4f against %.4f", c, rho[0], rho[1]);
+        free(two);
+        free(three);
+    }
 }

@@ -63,12 +63,13 @@ static void usage(FILE *out)
             "                         rank (rank r's hot experts become rank r+1's,\n"
             "                         wrapping around); 0 never moves it (default 0)\n"
             "  --seed S               random seed, 0..2^53-1 (default %llu)\n"
-            "  --generator 1|2        1 (default): every token draws its k distinct\n"
+            "  --generator 1|2|3      1 (default): every token draws its k distinct\n"
             "                         experts; 2: each rank's counts are drawn at once\n"
             "                         as multinomials, each expert capped at the tokens\n"
-            "                         that could pick it: about 15x faster at 4096\n"
-            "                         tokens per rank, a different (close) distribution;\n"
-            "                         recorded in the trace's meta\n"
+            "                         that could pick it, a different (close)\n"
+            "                         distribution; 3: version 2's distribution drawn\n"
+            "                         from Poisson tables and blocks of picks, several\n"
+            "                         times faster again. Recorded in the trace's meta\n"
             "  -j N                   threads sampling the source ranks; the bytes are the\n"
             "                         same at any N (default 1)\n"
             "  --gzip-level N         deflate level 0..9 of a .jsonl.gz (default 6); at\n"
@@ -220,7 +221,7 @@ static int gen_option(void *ctx, int id, const char *value, tsim_error *err)
     case OPT_GZIP_LEVEL:
         return tsim_parse_int(value, 0, 9, &a->gzip_level, name, err);
     case OPT_GENERATOR:
-        return tsim_parse_int(value, TSIM_GEN_VERSION, TSIM_GEN_VERSION_COUNTS, &p->version, name, err);
+        return tsim_parse_int(value, TSIM_GEN_VERSION, TSIM_GEN_VERSION_BLOCKS, &p->version, name, err);
     case OPT_PROGRESS:
         a->progress_lines = true;
         return TSIM_OK;

@@ -71,7 +71,7 @@
 #include "gen_counts.h"
 #include "topology.h"
 
-enum { STREAM_POPULARITY = 1, STREAM_HOT = 2, STREAM_BASE = 3 };
+enum { STREAM_POPULARITY = 1, STREAM_HOT = 2, STREAM_BASE = 3, STREAM_POISSON = 4 };
 
 /* Consecutive rejected alias draws before the exact scan takes over. */
 #define MAX_REJECTIONS 64
@@ -276,11 +276,17 @@ typedef struct {
     mt_stream rng;
     uint32_t *stamp;   /* [E]: == token id when taken (or excluded) for the current token */
     uint32_t token_id;
-    tsim_counts_sampler *counts; /* version 2 only */
-    int64_t *room, *got;         /* [E] version 2: the multinomial's caps and result */
+    tsim_counts_sampler *counts; /* versions 2 and 3 only */
+    int64_t *room, *got;         /* [E] versions 2 and 3: the multinomial's caps and result */
+    double *grid_u;              /* [GRID_ROWS E] version 3: uniforms of the Poisson rows */
+    int64_t *grid;               /* [GRID_ROWS E] version 3: the Poisson rows */
 } sampler;
 
 typedef struct gen_pool gen_pool;
+
+/* Version 3 draws the Poisson rows of up to this many source ranks together,
+ * expert by expert (count_share_grid). */
+#define GRID_ROWS 32
 
 struct gen_pool {
     pthread_t *tids;
@@ -307,6 +313,9 @@ struct tsim_gen {
     double *hot_factor;   /* [m]: (j + 1)^-S of each hot expert; NULL when S = 0 */
     double *hot_weight;   /* [E]: w_e for the hot experts (only with hot_factor) */
     double *hot_w;        /* [m]: version 2, the current record's hot-table weights */
+    tsim_counts_poisson_tables poisson; /* version 3: the current record's Poisson(lambda p_e) */
+    double *poisson_mu;   /* [E] version 3: their means */
+    int64_t poisson_min;  /* version 3: parts of at least this many picks start from them (0: none) */
     sampler *samplers;  /* [threads]: one per thread sampling source ranks */
     int threads;
     gen_pool *pool;     /* NULL with one thread */
@@ -408,12 +417,16 @@ void tsim_gen_close(tsim_gen *g)
     free(g->hot_factor);
     free(g->hot_weight);
     free(g->hot_w);
+    free(g->poisson_mu);
+    tsim_counts_poisson_free(&g->poisson);
     pool_stop(g);
     for (int i = 0; g->samplers && i < g->threads; i++) {
         free(g->samplers[i].stamp);
         tsim_counts_sampler_free(g->samplers[i].counts);
         free(g->samplers[i].room);
         free(g->samplers[i].got);
+        free(g->samplers[i].grid_u);
+        free(g->samplers[i].grid);
     }
     free(g->samplers);
     free(g->load);
@@ -472,14 +485,22 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
     bool stamps = g->samplers != NULL;
     for (int i = 0; stamps && i < g->threads; i++)
         stamps = (g->samplers[i].stamp = calloc((size_t)E, sizeof(uint32_t))) != NULL;
-    if (p->version == TSIM_GEN_VERSION_COUNTS) {
+    if (TSIM_GEN_DRAWS_COUNTS(p->version)) {
         g->hot_w = malloc(sizeof *g->hot_w * (size_t)(m > 0 ? m : 1));
-        stamps = stamps && g->hot_w;
+        g->poisson_mu = malloc(sizeof *g->poisson_mu * (size_t)E);
+        const double most = (double)p->tokens * p->topk;
+        stamps = stamps && g->hot_w && g->poisson_mu &&
+                 tsim_counts_poisson_init(&g->poisson, E, tsim_counts_poisson_bound(most, E)) == 0;
         for (int i = 0; stamps && i < g->threads; i++) {
             sampler *s = &g->samplers[i];
             s->room = malloc(sizeof *s->room * (size_t)E);
             s->got = malloc(sizeof *s->got * (size_t)E);
             stamps = s->room && s->got && tsim_counts_sampler_init(&s->counts, E) == 0;
+            if (stamps && p->version == TSIM_GEN_VERSION_BLOCKS) {
+                s->grid_u = malloc(sizeof *s->grid_u * (size_t)GRID_ROWS * (size_t)E);
+                s->grid = malloc(sizeof *s->grid * (size_t)GRID_ROWS * (size_t)E);
+                stamps = s->grid_u && s->grid;
+            }
         }
     }
     g->load = calloc((size_t)p->ep, sizeof *g->load);
@@ -654,19 +675,52 @@ static void sample_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
     }
 }
 
-/* n picks over the popularity into s->got, within s->room. Up to 16 picks
- * per expert one alias draw each (about 2 ns, where a binomial at a mean of
- * 16 costs some 80); a pick on a full expert is drawn again, and after 64
- * such misses in a row (or beyond 16 per expert) conditional binomials place
- * the rest. */
-static void picks_over_p(const tsim_gen *g, sampler *s, int64_t n)
+/* Version 3 with many picks per expert: the picks as independent
+ * Poisson(lambda p_e) counts (lambda a little below n, one table per record,
+ * g->poisson), a sum above n drawn again (about 1 rank in 40). Given
+ * their sum S these are Multinomial(S, p), so the n - S picks still to be
+ * drawn one by one make Multinomial(n, p) exactly. Returns n - S. */
+static int64_t poisson_picks(const tsim_gen *g, sampler *s, int64_t n, const int64_t *ready, int64_t *top)
 {
     const int E = g->p.experts;
+    if (ready) { /* drawn with the other ranks' (count_share_grid) */
+        int64_t drawn = 0, most = 0;
+        for (int e = 0; e < E; e++) {
+            drawn += ready[e];
+            most = ready[e] > most ? ready[e] : most;
+        }
+        if (drawn <= n) {
+            memcpy(s->got, ready, sizeof *s->got * (size_t)E);
+            *top = most;
+            return n - drawn;
+        }
+    }
+    int64_t drawn;
+    do
+        drawn = tsim_counts_poisson_row(s->counts, &g->poisson, s->got, top);
+    while (drawn > n);
+    return n - drawn;
+}
+
+/* n picks over the popularity into s->got, within s->room (each at least
+ * room_min). Up to 16 picks per expert one alias draw each (about 2 ns,
+ * where a binomial at a mean of 16 costs some 80); a pick on a full expert
+ * is drawn again, and after 64 such misses in a row (or beyond 16 per
+ * expert) conditional binomials place the rest. Version 3 draws the alias
+ * picks in blocks, and from g->poisson_min picks on starts with Poisson
+ * counts: `ready` ones when given, unless they sum above n. */
+static void picks_over_p(const tsim_gen *g, sampler *s, int64_t n, int64_t room_min, const int64_t *ready)
+{
+    const int E = g->p.experts;
+    const bool blocks = g->p.version == TSIM_GEN_VERSION_BLOCKS;
     memset(s->got, 0, sizeof *s->got * (size_t)E);
-    int64_t left = n;
-    if (n <= 16 * (int64_t)E) {
+    int64_t left = n, top = 0;
+    if (blocks && g->poisson_min > 0 && n >= g->poisson_min)
+        left = poisson_picks(g, s, n, ready, &top);
+    if (blocks || n <= 16 * (int64_t)E) {
         const tsim_counts_alias table = {g->base.n, g->base.thr, g->base.own, g->base.alt};
-        left = tsim_counts_alias_picks(s->counts, &table, s->room, n, s->got);
+        left = blocks ? tsim_counts_alias_block_picks(s->counts, &table, s->room, E, left, room_min - top, s->got)
+                      : tsim_counts_alias_picks(s->counts, &table, s->room, left, s->got);
     }
     tsim_counts_fill(s->counts, E, g->pop, s->room, left, s->got);
 }
@@ -680,7 +734,7 @@ static void picks_over_p(const tsim_gen *g, sampler *s, int64_t n)
  * most B per expert. Pooling the two parts' picks over p would be one
  * multinomial less but would let hot tokens' other picks land on the hot
  * experts they took (2 points more imbalance at EP32, f = 0.05). */
-static void count_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
+static void count_rank(const tsim_gen *g, sampler *s, int rank, int64_t record, const int64_t *ready)
 {
     const tsim_gen_params *p = &g->p;
     const int E = p->experts, k = p->topk, m = g->hot.n;
@@ -697,7 +751,7 @@ static void count_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
             for (int i = 0; i < m; i++)
                 row[g->hot_experts[i]] += s->got[i];
         } else {
-            int64_t picks = hot * k;
+            int64_t picks = hot * k, room_min = hot;
             for (int e = 0; e < E; e++)
                 s->room[e] = hot;
             for (int i = 0; i < m; i++) {
@@ -705,9 +759,10 @@ static void count_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
                 const int64_t c = some ? tsim_counts_binomial(s->counts, g->hot_factor[i], hot) : hot;
                 row[g->hot_experts[i]] += c;
                 s->room[g->hot_experts[i]] -= c;
+                room_min = s->room[g->hot_experts[i]] < room_min ? s->room[g->hot_experts[i]] : room_min;
                 picks -= c;
             }
-            picks_over_p(g, s, picks);
+            picks_over_p(g, s, picks, room_min, NULL);
             for (int e = 0; e < E; e++)
                 row[e] += s->got[e];
         }
@@ -715,17 +770,30 @@ static void count_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
     tsim_counts_seed(s->counts, stream_seed64(p->seed, STREAM_BASE, record, rank));
     for (int e = 0; e < E; e++)
         s->room[e] = base;
-    picks_over_p(g, s, base * k);
+    picks_over_p(g, s, base * k, base, ready);
     for (int e = 0; e < E; e++)
         row[e] += s->got[e];
 }
 
-static void sample_or_count(const tsim_gen *g, sampler *s, int rank, int64_t record)
+/* Version 3: the share's ranks GRID_ROWS at a time, their Poisson rows
+ * drawn expert by expert (one table in cache for all rows; rank by rank,
+ * every row would walk all E tables, which do not fit in L1), each from its
+ * own stream, then each rank counted as usual. */
+static void count_share_grid(const tsim_gen *g, sampler *s, int id, int64_t record)
 {
-    if (g->p.version == TSIM_GEN_VERSION_COUNTS)
-        count_rank(g, s, rank, record);
-    else
-        sample_rank(g, s, rank, record);
+    const int E = g->p.experts;
+    int ranks[GRID_ROWS];
+    for (int r = id; r < g->p.ep;) {
+        int rows = 0;
+        for (; rows < GRID_ROWS && r < g->p.ep; r += g->threads)
+            ranks[rows++] = r;
+        for (int i = 0; i < rows; i++)
+            tsim_counts_uniforms(stream_seed64(g->p.seed, STREAM_POISSON, record, ranks[i]), E,
+                                 s->grid_u + (size_t)i * (size_t)E);
+        tsim_counts_poisson_grid(&g->poisson, rows, s->grid_u, s->grid);
+        for (int i = 0; i < rows; i++)
+            count_rank(g, s, ranks[i], record, s->grid + (size_t)i * (size_t)E);
+    }
 }
 
 /* Threads (-j): source rank r of every record is sampled by sampler
@@ -734,8 +802,16 @@ static void sample_or_count(const tsim_gen *g, sampler *s, int rank, int64_t rec
 
 static void sample_share(const tsim_gen *g, int id, int64_t record)
 {
-    for (int r = id; r < g->p.ep; r += g->threads)
-        sample_or_count(g, &g->samplers[id], r, record);
+    sampler *s = &g->samplers[id];
+    if (g->p.version == TSIM_GEN_VERSION_BLOCKS && g->poisson_min > 0)
+        count_share_grid(g, s, id, record);
+    else
+        for (int r = id; r < g->p.ep; r += g->threads) {
+            if (TSIM_GEN_DRAWS_COUNTS(g->p.version))
+                count_rank(g, s, r, record, NULL);
+            else
+                sample_rank(g, s, r, record);
+        }
 }
 
 static void *pool_worker(void *arg)
@@ -793,6 +869,28 @@ static void place_hotspot(tsim_gen *g, int64_t microbatch)
         g->hot_experts[i] = (int32_t)((g->hot_start[i] + shift) % E);
 }
 
+/* Version 3's Poisson tables for the record: lambda = n - 2 sqrt(n) for
+ * the fewest base picks of any rank (n), so that a rank's Poisson sum
+ * exceeds its picks about once in 40 (drawn again: 128 draws) and its
+ * top-up is about 2 sqrt(n) picks. Below 8 picks per expert the alias picks alone are cheaper. */
+static void poisson_tables(tsim_gen *g)
+{
+    const int E = g->p.experts;
+    const int64_t most_hot = (g->hot_total + g->p.ep - 1) / g->p.ep;
+    const int64_t n = ((int64_t)g->p.tokens - most_hot) * g->p.topk;
+    g->poisson_min = n >= 8 * (int64_t)E ? n : 0;
+    if (!g->poisson_min)
+        return;
+    const double lambda = (double)n - 2.0 * sqrt((double)n);
+    double total = 0.0;
+    for (int e = 0; e < E; e++)
+        total += g->pop[e];
+    for (int e = 0; e < E; e++)
+        g->poisson_mu[e] = lambda * (total > 0.0 ? g->pop[e] / total : 1.0 / E);
+    if (tsim_counts_poisson_build(&g->poisson, g->poisson_mu))
+        g->poisson_min = 0; /* cannot happen (sized for all T k picks); the alias picks alone are the same law */
+}
+
 int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
 {
     const int L = g->p.layers;
@@ -808,17 +906,18 @@ int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
             g->hot_weight[g->hot_experts[i]] = g->pop[g->hot_experts[i]] * g->hot_factor[i];
     const double *hot_weights = g->hot_factor ? g->hot_weight : g->pop;
     alias_build(&g->base, g->all_experts, g->pop);
-    if (g->p.version == TSIM_GEN_VERSION_COUNTS) {
+    if (TSIM_GEN_DRAWS_COUNTS(g->p.version)) {
         for (int i = 0; i < g->hot.n; i++)
             g->hot_w[i] = hot_weights[g->hot_experts[i]];
+        if (g->p.version == TSIM_GEN_VERSION_BLOCKS)
+            poisson_tables(g);
     } else {
         alias_build(&g->hot, g->hot_experts, hot_weights);
     }
     if (g->pool)
         pool_run(g, index);
     else
-        for (int r = 0; r < g->p.ep; r++)
-            sample_or_count(g, &g->samplers[0], r, index);
+        sample_share(g, 0, index);
     g->rec.microbatch = microbatch;
     g->rec.layer = layer;
     g->rec.index = index;

@@ -24,6 +24,11 @@ struct cJSON;
 /* Version 2 draws each rank's counts as multinomials (gen_counts.c): much
  * faster, a different distribution; chosen with tsim_gen_params.version. */
 #define TSIM_GEN_VERSION_COUNTS 2
+/* Version 3: version 2's law, its picks drawn in blocks over interleaved
+ * streams (gen_counts.c): the same distribution, other bytes, faster. */
+#define TSIM_GEN_VERSION_BLOCKS 3
+/* Versions 2 and up draw counts, not tokens. */
+#define TSIM_GEN_DRAWS_COUNTS(version) ((version) >= TSIM_GEN_VERSION_COUNTS)
 
 /* Limits checked by tsim_gen_params_check (beyond those of topology.h). */
 #define TSIM_GEN_MAX_TOKENS (1 << 24)      /* per source rank and record */
@@ -61,7 +66,7 @@ typedef struct {
     int hot_move;         /* N >= 0: every N microbatches the hotspot moves on by one rank (0: never) */
     uint64_t seed;        /* seeds every GSL mt19937 stream (1); at most TSIM_GEN_MAX_SEED */
     int threads;          /* threads sampling source ranks (1); never changes the records */
-    int version;          /* TSIM_GEN_VERSION (tokens, the default) or TSIM_GEN_VERSION_COUNTS */
+    int version;          /* TSIM_GEN_VERSION (tokens, the default), _COUNTS or _BLOCKS */
 } tsim_gen_params;
 
 /* The defaults of cli.md (f = 0). */

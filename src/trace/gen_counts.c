@@ -61,13 +61,6 @@ uint64_t tsim_splitmix64(uint64_t *z)
     return x ^ (x >> 31);
 }
 
-static void xoshiro_set(xoshiro_state *x, uint64_t seed)
-{
-    uint64_t z = seed;
-    for (int i = 0; i < 4; i++)
-        x->s[i] = tsim_splitmix64(&z); /* never all zero: splitmix64 is a bijection of distinct inputs */
-}
-
 static double xoshiro_get_double(xoshiro_state *x)
 {
     return (double)(xoshiro_next(x) >> 11) * 0x1.0p-53;
@@ -76,8 +69,22 @@ static double xoshiro_get_double(xoshiro_state *x)
 /* log(k!) for k below LOG_FACT_TABLE, Stirling's series above. */
 #define LOG_FACT_TABLE 32
 
+/* Version 3's pick lanes: LANES streams stepped side by side, so a block of
+ * picks is not one chain of dependent steps (a step's latency, not its work,
+ * bounded version 2's loop at about 3 ns a pick). */
+#define LANES 2
+/* Picks drawn per block: small enough to stay in L1, large enough that the
+ * loops run long. */
+#define BLOCK 512
+
 struct tsim_counts_sampler {
     xoshiro_state rng;
+    xoshiro_state lane[LANES];
+    uint64_t lane_seed; /* splitmix64 state after rng's seeding: the lanes' seeds */
+    bool lanes_set;     /* lanes seeded for the current stream */
+    uint32_t block[BLOCK];
+    int32_t pick[BLOCK];
+    uint64_t wide[BLOCK / 2]; /* 64-bit draws of the Poisson rows */
     double log_fact[LOG_FACT_TABLE];
     int cap;         /* entries of the scratch arrays */
     double *suffix;  /* [cap + 1] weight of the active entries from i on */
@@ -113,7 +120,22 @@ void tsim_counts_sampler_free(tsim_counts_sampler *s)
 
 void tsim_counts_seed(tsim_counts_sampler *s, uint64_t seed)
 {
-    xoshiro_set(&s->rng, seed);
+    uint64_t z = seed;
+    for (int i = 0; i < 4; i++)
+        s->rng.s[i] = tsim_splitmix64(&z);
+    /* The lanes continue the same splitmix64 sequence, seeded only when a
+     * version-3 block first needs them (versions 2's streams stay as they were). */
+    s->lane_seed = z;
+    s->lanes_set = false;
+}
+
+static void seed_lanes(tsim_counts_sampler *s)
+{
+    uint64_t z = s->lane_seed;
+    for (int l = 0; l < LANES; l++)
+        for (int i = 0; i < 4; i++)
+            s->lane[l].s[i] = tsim_splitmix64(&z);
+    s->lanes_set = true;
 }
 
 static inline double uniform(tsim_counts_sampler *s)
@@ -251,6 +273,16 @@ static int64_t draw_picks(tsim_counts_sampler *s, int entries, const double *w, 
     return left;
 }
 
+/* Slot i's expert for the coin u: own below the threshold, else alt. A
+ * mask, not a branch: the coin is a fair guess for the branch predictor, and
+ * its misses cost more than all the rest of a pick. */
+static inline int32_t coin(const tsim_counts_alias *a, int i, uint32_t u)
+{
+    const int32_t own = a->own[i], alt = a->alt[i];
+    const int32_t keep = -(int32_t)(u < a->thr[i]);
+    return alt ^ ((own ^ alt) & keep);
+}
+
 int64_t tsim_counts_alias_picks(tsim_counts_sampler *s, const tsim_counts_alias *a, const int64_t *room, int64_t n,
                                 int64_t *got)
 {
@@ -260,7 +292,7 @@ int64_t tsim_counts_alias_picks(tsim_counts_sampler *s, const tsim_counts_alias 
          * (high half) and the coin between the slot's two experts (low half) */
         const uint64_t x = (xoshiro_next(&s->rng) >> 32) * (uint64_t)a->n;
         const int i = (int)(x >> 32);
-        const int32_t e = (uint32_t)x < a->thr[i] ? a->own[i] : a->alt[i];
+        const int32_t e = coin(a, i, (uint32_t)x);
         misses = place_pick(got, room, e, &left) ? 0 : misses + 1;
     }
     return left;
@@ -277,6 +309,8 @@ void tsim_counts_fill(tsim_counts_sampler *s, int entries, const double *w, cons
                       int64_t *got)
 {
     /* a pick costs about a third of a binomial */
+    if (n <= 0)
+        return;
     int64_t pool = n <= 2 * (int64_t)entries ? draw_picks(s, entries, w, room, n, got) : n;
     while (pool > 0) {
         int n_active = 0;
@@ -298,4 +332,338 @@ void tsim_counts_fill(tsim_counts_sampler *s, int entries, const double *w, cons
             }
         }
     }
+}
+
+/* n 32-bit draws into s->block, two from each 64-bit output, the lanes in
+ * turn (n a multiple of 2 LANES, at most BLOCK). */
+static void fill_block(tsim_counts_sampler *s, int n)
+{
+    xoshiro_state *lane = s->lane;
+    for (int j = 0; j < n; j += 2 * LANES)
+        for (int l = 0; l < LANES; l++) {
+            const uint64_t x = xoshiro_next(&lane[l]);
+            s->block[j + 2 * l] = (uint32_t)x;
+            s->block[j + 2 * l + 1] = (uint32_t)(x >> 32);
+        }
+}
+
+/* Rounds of block picks before the rest goes to tsim_counts_fill: a round
+ * only redraws picks that landed on full experts. */
+#define ROUNDS_MAX 8
+
+int64_t tsim_counts_alias_block_picks(tsim_counts_sampler *s, const tsim_counts_alias *a, const int64_t *room,
+                                      int entries, int64_t n, int64_t safe, int64_t *got)
+{
+    if (!s->lanes_set)
+        seed_lanes(s);
+    int64_t left = n;
+    /* round 0 runs even with no picks when got[] may come in above its rooms */
+    for (int round = 0; (round == 0 && safe < 0) || (left > 0 && round < ROUNDS_MAX); round++) {
+        /* Every pick of the round lands; those above a room come back as
+         * the next round's picks (the same law as drawing each again at
+         * once: a pick on a full expert is redrawn until it lands on one
+         * with room, and which picks are redrawn does not matter). Only
+         * the picked entries can pass their rooms, unless got[] came in
+         * above them (safe < 0), and none can when the picks fit the
+         * headroom. */
+        const bool whole = round == 0 && safe < 0;
+        const bool check = !whole && !(round == 0 && left <= safe);
+        int64_t over = 0;
+        for (int64_t done = 0; done < left;) {
+            const int want = (int)(left - done < BLOCK ? left - done : BLOCK);
+            const int m = (want + 2 * LANES - 1) / (2 * LANES) * (2 * LANES);
+            fill_block(s, m);
+            /* the slot from the draw's product with the table size (high
+             * half), the coin between its two experts (low half) */
+            for (int j = 0; j < m; j++) {
+                const uint64_t x = (uint64_t)s->block[j] * (uint64_t)a->n;
+                const int i = (int)(x >> 32);
+                s->pick[j] = coin(a, i, (uint32_t)x);
+            }
+            for (int j = 0; j < want; j++) /* draws past `want` are not used */
+                got[s->pick[j]]++;
+            for (int j = 0; check && j < want; j++) {
+                const int32_t e = s->pick[j];
+                if (got[e] > room[e]) { /* counted once: the entry is at its room after */
+                    over += got[e] - room[e];
+                    got[e] = room[e];
+                }
+            }
+            done += want;
+        }
+        left = whole ? tsim_counts_clip(entries, room, got) : over;
+    }
+    return left;
+}
+
+int64_t tsim_counts_clip(int entries, const int64_t *room, int64_t *got)
+{
+    int64_t over = 0;
+    for (int e = 0; e < entries; e++) {
+        const int64_t extra = got[e] - room[e];
+        const int64_t cut = extra > 0 ? extra : 0; /* branch-free: almost never above */
+        over += cut;
+        got[e] -= cut;
+    }
+    return over;
+}
+
+/* Poisson tables: for each mean, P(X <= k) for k within about 10 standard
+ * deviations of the mode (the mass beyond is far below a double's 2^-53
+ * resolution of the uniform) and a guide (Chen and Asau) giving, for u in
+ * [i/G, (i+1)/G), the first k that can be the answer, so a draw is one
+ * uniform, one guide lookup and usually one or two comparisons. */
+/* Entries past each table's end that stop a walk without a bounds check. A
+ * uniform above the table's last sum (rounding: under 1e-15) lands on the
+ * first, one past the table's last value. */
+#define POISSON_SENTINELS 2
+
+static int64_t poisson_reach(double mu)
+{
+    return (int64_t)(10.0 * sqrt(mu)) + 24;
+}
+
+size_t tsim_counts_poisson_bound(double lambda, int n)
+{
+    /* sum over the means of 2 reach + 1 + sentinels <= 20 sqrt(lambda n) + 51 n
+     * (Cauchy-Schwarz) */
+    return (size_t)(20.0 * sqrt(lambda * (double)n) + (49.0 + POISSON_SENTINELS) * n) + 64;
+}
+
+int tsim_counts_poisson_init(tsim_counts_poisson_tables *t, int n, size_t cap)
+{
+    memset(t, 0, sizeof *t);
+    t->n = n;
+    t->cap = cap;
+    t->lo = malloc(sizeof *t->lo * (size_t)n);
+    t->len = malloc(sizeof *t->len * (size_t)n);
+    t->off = malloc(sizeof *t->off * (size_t)n);
+    t->cdf = malloc(sizeof *t->cdf * cap);
+    t->guide = malloc(sizeof *t->guide * cap);
+    t->hist = malloc(sizeof *t->hist * (cap + 1));
+    t->mu = malloc(sizeof *t->mu * (size_t)n);
+    t->last_term = malloc(sizeof *t->last_term * (size_t)n);
+    if (!t->lo || !t->len || !t->off || !t->cdf || !t->guide || !t->hist || !t->mu || !t->last_term)
+        return -1;
+    for (int k = 1; k < TSIM_POISSON_RECIPROCALS; k++)
+        t->inv[k] = 1.0 / (double)k;
+    return 0;
+}
+
+void tsim_counts_poisson_free(tsim_counts_poisson_tables *t)
+{
+    free(t->lo);
+    free(t->len);
+    free(t->off);
+    free(t->cdf);
+    free(t->guide);
+    free(t->hist);
+    free(t->mu);
+    free(t->last_term);
+    memset(t, 0, sizeof *t);
+}
+
+/* Terms below this cannot be told apart from 0 by a 53-bit uniform, so the
+ * table stops there on either side (or at the reach, or at 0). */
+#define POISSON_NEGLIGIBLE 1e-18
+/* Right tails lighter than this are left out of the tables; a draw that
+ * lands there walks on term by term (poisson_tail). */
+#define POISSON_TABLE_TAIL 1e-7
+
+/* Means below this start their table at 0 from exp(-mu) (no underflow);
+ * larger ones at the mode, from lgamma. */
+#define POISSON_FROM_ZERO 50.0
+
+/* The guide: guide[i] = the first j with cdf[j] > i / len, counted rather
+ * than searched (no branch to mispredict): the number of j with
+ * cdf[j] len < i. hist[] is len + 1 zeroed entries of scratch. */
+static void poisson_guide(const double *cdf, int64_t len, int32_t *guide, int32_t *hist)
+{
+    memset(hist, 0, sizeof *hist * (size_t)(len + 1));
+    for (int64_t j = 0; j < len; j++) {
+        const double x = cdf[j] * (double)len;
+        const int64_t c = x < (double)len ? (int64_t)x + 1 : len;
+        hist[c]++;
+    }
+    int32_t below = 0;
+    for (int64_t i = 0; i < len; i++) {
+        below += hist[i];
+        guide[i] = below < len ? below : (int32_t)(len - 1);
+    }
+}
+
+/* 1/k: the tables' ratio recurrence multiplies where it would divide. */
+static inline double reciprocal(const tsim_counts_poisson_tables *t, int64_t k)
+{
+    return k < TSIM_POISSON_RECIPROCALS ? t->inv[k] : 1.0 / (double)k;
+}
+
+/* Whether the Poisson(mu) mass beyond k, whose term is `term`, is below
+ * POISSON_TABLE_TAIL: past the mode the terms fall at least by mu / (k + 1)
+ * each, so the tail is at most term r / (1 - r). */
+static inline bool tail_light(const tsim_counts_poisson_tables *t, double mu, int64_t k, double term)
+{
+    const double r = mu * reciprocal(t, k + 1);
+    return r < 1.0 && term * r < POISSON_TABLE_TAIL * (1.0 - r);
+}
+
+/* One mean's table at cdf[0..len): the terms by the ratio recurrence (no
+ * factorials), from 0 for small means, else from the mode outwards, each
+ * side stopping where the terms no longer count; then summed from the low
+ * end. */
+static int64_t poisson_table(const tsim_counts_poisson_tables *t, double mu, double *cdf, int32_t *guide,
+                             int64_t *lo_out, double *last)
+{
+    if (!(mu > 0.0)) {
+        cdf[0] = 1.0;
+        cdf[1] = cdf[2] = 2.0;
+        guide[0] = 0;
+        *lo_out = 0;
+        *last = 0.0;
+        return 1;
+    }
+    const int64_t mode = (int64_t)floor(mu), reach = poisson_reach(mu);
+    int64_t lo = 0, len;
+    if (mu < POISSON_FROM_ZERO) { /* the terms and their sums in one pass */
+        double term = exp(-mu), sum = term;
+        cdf[0] = sum;
+        for (len = 1; len < 2 * reach + 1 && (len <= mode || !tail_light(t, mu, len - 1, term)); len++) {
+            term *= mu * reciprocal(t, len);
+            cdf[len] = sum += term;
+        }
+        *last = term;
+    } else {
+        /* terms from the mode down, stored backwards at the far end of the
+         * room, then moved to the front in order */
+        const double inv_mu = 1.0 / mu;
+        const double peak = exp((double)mode * log(mu) - mu - lgamma((double)mode + 1.0));
+        double *down = cdf + 2 * reach; /* down[-d] = P(X = mode - d) */
+        down[0] = peak;
+        int64_t below = 0;
+        for (double term = peak; below < reach && below < mode && term >= POISSON_NEGLIGIBLE;) {
+            term *= (double)(mode - below) * inv_mu;
+            below++;
+            down[-below] = term;
+        }
+        lo = mode - below;
+        memmove(cdf, down - below, sizeof *cdf * (size_t)(below + 1));
+        len = below + 1;
+        double term = peak;
+        for (; len < 2 * reach + 1 && !tail_light(t, mu, lo + len - 1, term); len++)
+            cdf[len] = term *= mu * reciprocal(t, lo + len);
+        *last = term;
+        double sum = 0.0;
+        for (int64_t j = 0; j < len; j++)
+            cdf[j] = sum += cdf[j];
+    }
+    for (int i = 0; i < POISSON_SENTINELS; i++)
+        cdf[len + i] = 2.0; /* above any uniform: a walk stops there */
+    poisson_guide(cdf, len, guide, t->hist);
+    *lo_out = lo;
+    return len;
+}
+
+int tsim_counts_poisson_build(tsim_counts_poisson_tables *t, const double *mu)
+{
+    size_t used = 0;
+    for (int e = 0; e < t->n; e++) {
+        const double m = mu[e] > 0.0 ? mu[e] : 0.0;
+        const size_t need = (m > 0.0 ? (size_t)(2 * poisson_reach(m) + 1) : 1) + POISSON_SENTINELS;
+        if (need > t->cap - used)
+            return -1; /* means summing above the bound they were sized for */
+        t->off[e] = (int32_t)used;
+        t->mu[e] = m;
+        t->len[e] = (int32_t)poisson_table(t, m, t->cdf + used, t->guide + used, &t->lo[e], &t->last_term[e]);
+        used += (size_t)t->len[e] + POISSON_SENTINELS;
+    }
+    return 0;
+}
+
+/* n 64-bit outputs into s->wide, the lanes in turn (n a multiple of LANES,
+ * at most BLOCK / 2). */
+static void fill_wide(tsim_counts_sampler *s, int n)
+{
+    xoshiro_state *lane = s->lane;
+    for (int j = 0; j < n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            s->wide[j + l] = xoshiro_next(&lane[l]);
+}
+
+/* Past a table's end (odds below 1e-7): the terms on from its last. */
+static int64_t poisson_tail(const tsim_counts_poisson_tables *t, int e, double u)
+{
+    const double mu = t->mu[e];
+    int64_t k = t->lo[e] + t->len[e] - 1;
+    double term = t->last_term[e], cdf = t->cdf[t->off[e] + t->len[e] - 1];
+    for (;;) {
+        k++;
+        term *= mu * reciprocal(t, k);
+        const double next = cdf + term;
+        if (u < next || !(next > cdf))
+            return k; /* u within this term, or nothing left to add */
+        cdf = next;
+    }
+}
+
+/* One draw from table e for the uniform u: the guide's start, two steps
+ * without branches (the answer is nearly always within them), then a loop
+ * for the rare longer walk; the sentinel past the end stops all three. */
+static inline int64_t poisson_draw(const tsim_counts_poisson_tables *t, int e, double u)
+{
+    const int32_t len = t->len[e];
+    const double *cdf = t->cdf + t->off[e];
+    int32_t j = t->guide[t->off[e] + (int32_t)(u * (double)len)];
+    j += cdf[j] <= u;
+    j += cdf[j] <= u;
+    while (cdf[j] <= u)
+        j++;
+    return j < len ? t->lo[e] + j : poisson_tail(t, e, u);
+}
+
+static inline double to_uniform(uint64_t x)
+{
+    return (double)(x >> 11) * 0x1.0p-53;
+}
+
+int64_t tsim_counts_poisson_row(tsim_counts_sampler *s, const tsim_counts_poisson_tables *t, int64_t *got,
+                                int64_t *top)
+{
+    if (!s->lanes_set)
+        seed_lanes(s);
+    int64_t sum = 0, most = 0;
+    for (int from = 0; from < t->n; from += BLOCK / 2) {
+        const int m = t->n - from < BLOCK / 2 ? t->n - from : BLOCK / 2;
+        fill_wide(s, (m + LANES - 1) / LANES * LANES);
+        for (int i = 0; i < m; i++) {
+            const int64_t x = poisson_draw(t, from + i, to_uniform(s->wide[i]));
+            got[from + i] = x;
+            sum += x;
+            most = x > most ? x : most;
+        }
+    }
+    *top = most;
+    return sum;
+}
+
+void tsim_counts_uniforms(uint64_t seed, int n, double *u)
+{
+    xoshiro_state lane[LANES];
+    uint64_t z = seed;
+    for (int l = 0; l < LANES; l++)
+        for (int i = 0; i < 4; i++)
+            lane[l].s[i] = tsim_splitmix64(&z);
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            u[j + l] = to_uniform(xoshiro_next(&lane[l]));
+    for (int l = 0; j < n; j++, l++)
+        u[j] = to_uniform(xoshiro_next(&lane[l]));
+}
+
+void tsim_counts_poisson_grid(const tsim_counts_poisson_tables *t, int rows, const double *u, int64_t *out)
+{
+    const size_t n = (size_t)t->n;
+    for (int e = 0; e < t->n; e++)
+        for (int r = 0; r < rows; r++)
+            out[(size_t)r * n + (size_t)e] = poisson_draw(t, e, u[(size_t)r * n + (size_t)e]);
 }

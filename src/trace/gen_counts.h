@@ -4,6 +4,7 @@
 #define TSIM_GEN_COUNTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct tsim_counts_sampler tsim_counts_sampler;
@@ -46,5 +47,50 @@ typedef struct {
  * left after 64 misses in a row (for tsim_counts_fill), usually 0. */
 int64_t tsim_counts_alias_picks(tsim_counts_sampler *s, const tsim_counts_alias *a, const int64_t *room, int64_t n,
                                 int64_t *got);
+
+/* Moves the picks above their rooms out of got[]; returns how many. */
+int64_t tsim_counts_clip(int entries, const int64_t *room, int64_t *got);
+
+/* Poisson tables for n means at once (version 3 builds one per record and
+ * draws from it for every rank): P(X <= k) near each mode with a guide
+ * table, so a draw is one uniform and a comparison or two. */
+#define TSIM_POISSON_RECIPROCALS 1024
+typedef struct {
+    int n;
+    int64_t *lo;         /* [n] the value of each table's first entry */
+    int32_t *len, *off;  /* [n] each table's length and place in cdf[] */
+    double *cdf;         /* [cap] */
+    int32_t *guide;      /* [cap] */
+    int32_t *hist;       /* [cap + 1] scratch of the guide's build */
+    double *mu;          /* [n] the means */
+    double *last_term;   /* [n] P(X = the table's last value), to walk on past it */
+    size_t cap;
+    double inv[TSIM_POISSON_RECIPROCALS]; /* 1/k */
+} tsim_counts_poisson_tables;
+/* Entries enough for any n means summing to at most lambda. */
+size_t tsim_counts_poisson_bound(double lambda, int n);
+int tsim_counts_poisson_init(tsim_counts_poisson_tables *t, int n, size_t cap);
+void tsim_counts_poisson_free(tsim_counts_poisson_tables *t);
+/* Tables for mu[0..n); -1 when they would not fit the cap. */
+int tsim_counts_poisson_build(tsim_counts_poisson_tables *t, const double *mu);
+/* got[e] = one Poisson(mu[e]) draw for every e; returns their sum, and
+ * their largest in *top. */
+int64_t tsim_counts_poisson_row(tsim_counts_sampler *s, const tsim_counts_poisson_tables *t, int64_t *got,
+                                int64_t *top);
+
+/* n uniforms in [0, 1) into u[], from streams seeded with `seed` alone. */
+void tsim_counts_uniforms(uint64_t seed, int n, double *u);
+/* out[r n + e] = the Poisson(mu[e]) draw of uniform u[r n + e], for `rows`
+ * rows, expert by expert so that each table stays in cache for every row. */
+void tsim_counts_poisson_grid(const tsim_counts_poisson_tables *t, int rows, const double *u, int64_t *out);
+
+/* Version 3: the same law as tsim_counts_alias_picks, drawn in blocks over
+ * interleaved streams (two picks per 64-bit output) and capped after each
+ * block round. got[] has `entries` experts. `safe`: how many picks every
+ * entry can take without passing its room (the caller knows; 0 if not), so
+ * that the first round need not look. Returns the picks left after a few
+ * rounds (for tsim_counts_fill). */
+int64_t tsim_counts_alias_block_picks(tsim_counts_sampler *s, const tsim_counts_alias *a, const int64_t *room,
+                                      int entries, int64_t n, int64_t safe, int64_t *got);
 
 #endif

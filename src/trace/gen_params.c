@@ -113,8 +113,8 @@ int tsim_gen_params_check(const tsim_gen_params *p, tsim_error *err)
                               p->hot_skew, p->experts / p->ep == 1 ? "one expert per rank" : "--hot-experts 1");
     if (!(p->hot_fraction >= 0.0 && p->hot_fraction <= 1.0))
         return tsim_error_set(err, TSIM_E_INPUT, "--hot-fraction %g is out of range 0..1", p->hot_fraction);
-    if (p->version != TSIM_GEN_VERSION && p->version != TSIM_GEN_VERSION_COUNTS)
-        return tsim_error_set(err, TSIM_E_INPUT, "--generator %d is not a generator version (1 or 2)", p->version);
+    if (p->version < TSIM_GEN_VERSION || p->version > TSIM_GEN_VERSION_BLOCKS)
+        return tsim_error_set(err, TSIM_E_INPUT, "--generator %d is not a generator version (1, 2 or 3)", p->version);
     if (p->threads < 0 || p->threads > TSIM_GEN_MAX_THREADS)
         return tsim_error_set(err, TSIM_E_INPUT, "-j %d is out of range 1..%d", p->threads, TSIM_GEN_MAX_THREADS);
     if (p->seed > TSIM_GEN_MAX_SEED)

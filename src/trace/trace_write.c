@@ -69,9 +69,16 @@ static void put_str(tsim_writer *w, const char *s)
     put(w, s, strlen(s));
 }
 
-/* Decimal digits without printf: the writer's hot loop. */
+/* Decimal digits without printf: the writer's hot loop. Counts are mostly
+ * one or two digits, written without the general loop. */
 static void put_int(tsim_writer *w, int64_t v)
 {
+    if (v >= 0 && v < 100) {
+        if (v >= 10)
+            w->buf[w->len++] = (char)('0' + v / 10);
+        w->buf[w->len++] = (char)('0' + v % 10);
+        return;
+    }
     char tmp[24];
     int n = 0;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;

@@ -1,1 +1,1 @@
-$TAOTSIM gen -o $TMP/t.jsonl --generator 3
+$TAOTSIM gen -o $TMP/t.jsonl --generator 4
