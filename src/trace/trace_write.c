@@ -1,6 +1,9 @@
 /* Trace writers: JSON document and JSON Lines (optionally gzip), streamed
  * record by record into an atomic output file. Records are always written
- * with "counts"; the same header and records always give the same bytes. */
+ * with "counts"; the same header and records always give the same bytes,
+ * whether the header is written first or, for a header known only at the end
+ * (gen's achieved imbalance), at close before the records kept in a scratch
+ * file. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
