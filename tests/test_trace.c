@@ -4,6 +4,7 @@
  * and therefore messages are short and stable. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
+
+#include <cjson/cJSON.h>
 
 #include "bench_read.h"
 #include "json_strict.h"
@@ -447,6 +450,188 @@ Test(trace, writer_output_shape)
 
     cr_assert_eq(tsim_writer_open(&w, "x.csv", &h, &err), TSIM_E_INPUT);
     cr_assert_str_eq(err.msg, "x.csv: CSV is an import format only; write .json, .jsonl or .jsonl.gz");
+}
+
+/* ---- the header at close (gen's one pass) ---------------------------------- */
+
+/* Names in the test's directory, "." and ".." aside. */
+static int dir_entries(void)
+{
+    DIR *d = opendir(".");
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* The same header and records through tsim_writer_open and through the body
+ * writer whose header comes at close: the same file, byte for byte. */
+static void write_both_ways(const char *ext, int records)
+{
+    tsim_random_shape s = {16, 64, 2, 4};
+    int32_t home[64];
+    uint64_t seed = 7;
+    tsim_random_home(&seed, &s, home);
+    cJSON *meta = cJSON_CreateObject();
+    cJSON_AddStringToObject(meta, "source", "synthetic \"q\" \xff");
+    cJSON_AddNumberToObject(meta, "imbalance_achieved", 0.123456789012345678);
+    tsim_trace_header h = {64, 16, 4, 2, home, meta};
+    char a[32], b[32];
+    snprintf(a, sizeof a, "open.%s", ext);
+    snprintf(b, sizeof b, "body.%s", ext);
+    cr_assert(tsim_writer_can_defer_header(b));
+    tsim_error err;
+    tsim_writer *wa, *wb;
+    cr_assert_eq(tsim_writer_open(&wa, a, &h, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_writer_open_body(&wb, b, 16, 64, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_writer_set_gzip_level(wb, 1, &err), 0, "%s", err.msg);
+    for (int i = 0; i < records; i++) {
+        tsim_record rec;
+        tsim_random_record(&seed, &s, &rec);
+        rec.microbatch = i / 3;
+        rec.layer = i % 3;
+        if (i % 5 == 1)
+            snprintf(rec.tag, sizeof rec.tag, "set\t%d", i);
+        cr_assert_eq(tsim_writer_write(wa, &rec, &err), 0, "%s", err.msg);
+        cr_assert_eq(tsim_writer_write(wb, &rec, &err), 0, "%s", err.msg);
+        tsim_record_free(&rec);
+    }
+    cr_assert_eq(tsim_writer_close(wa, true, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_writer_close_with_header(wb, &h, true, &err), 0, "%s", err.msg);
+    assert_same_bytes(a, b);
+    struct stat st;
+    cr_assert_eq(stat(b, &st), 0);
+    cr_assert(records < 400 || st.st_size > (1 << 20), "%s: %lld bytes", b, (long long)st.st_size);
+    cr_assert_eq(dir_entries(), 2, "only the two outputs are left");
+    unlink(a);
+    unlink(b);
+    cJSON_Delete(meta);
+}
+
+Test(trace, writer_header_at_close_same_bytes)
+{
+    /* 400 records of 16 x 64 are about 1.4 MB: more than one 1 MiB copy */
+    const int counts[] = {0, 1, 400};
+    for (int i = 0; i < 3; i++) {
+        write_both_ways("json", counts[i]);
+        write_both_ways("jsonl", counts[i]);
+    }
+}
+
+/* An aborted body writer, or one whose close fails, leaves no file at all. */
+Test(trace, writer_header_at_close_abort)
+{
+    tsim_trace_header h = {8, 4, 4, 0, NULL, NULL};
+    tsim_record rec;
+    tsim_error err;
+    cr_assert_eq(tsim_record_alloc(&rec, 4, 8, &err), 0);
+    const char *const paths[] = {"x.json", "x.jsonl"};
+    for (int mode = 0; mode < 4; mode++)
+        for (int i = 0; i < 2; i++) {
+            tsim_writer *w;
+            cr_assert_eq(tsim_writer_open_body(&w, paths[i], 4, 8, &err), 0, "%s", err.msg);
+            cr_assert_eq(tsim_writer_write(w, &rec, &err), 0, "%s", err.msg);
+            cr_assert_eq(dir_entries(), 1, "the scratch file");
+            if (mode == 0) {
+                cr_assert_eq(tsim_writer_close_with_header(w, &h, false, &err), 0);
+            } else if (mode == 1) {
+                tsim_trace_header other = h;
+                other.ep = 2; /* not the records' shape */
+                cr_assert_eq(tsim_writer_close_with_header(w, &other, true, &err), TSIM_E_INTERNAL);
+            } else if (mode == 2) {
+                tsim_trace_header bad = h;
+                bad.topk = 9; /* more than the experts */
+                cr_assert_eq(tsim_writer_close_with_header(w, &bad, true, &err), TSIM_E_INPUT);
+            } else {
+                cr_assert_eq(tsim_writer_close(w, true, &err), TSIM_E_INTERNAL, "the header is missing");
+            }
+            cr_assert_eq(dir_entries(), 0, "mode %d, %s: nothing is left", mode, paths[i]);
+        }
+    tsim_record_free(&rec);
+}
+
+/* Where the header cannot come last, and outputs that cannot be written:
+ * errors, not crashes, and nothing left behind. */
+Test(trace, writer_header_at_close_unwritable)
+{
+    cr_assert(!tsim_writer_can_defer_header("x.jsonl.gz"));
+    cr_assert(!tsim_writer_can_defer_header("-"));
+    cr_assert(!tsim_writer_can_defer_header(""));
+    cr_assert(!tsim_writer_can_defer_header(NULL));
+    cr_assert(!tsim_writer_can_defer_header("x.csv"));
+    cr_assert(!tsim_writer_can_defer_header("/dev/null"));
+    tsim_error err;
+    tsim_writer *w = (tsim_writer *)&err;
+    cr_assert_eq(tsim_writer_open_body(&w, "x.jsonl.gz", 4, 8, &err), TSIM_E_INTERNAL);
+    cr_assert_null(w);
+    cr_assert_eq(tsim_writer_open_body(&w, "x.jsonl", 3, 8, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "x.jsonl: experts 8 is not divisible by ep 3");
+    cr_assert_eq(tsim_writer_open_body(&w, "no/such/dir/x.jsonl", 4, 8, &err), TSIM_E_INPUT);
+    cr_assert_null(w);
+    cr_assert(strstr(err.msg, "no/such/dir/x.jsonl: cannot create") == err.msg, "%s", err.msg);
+
+    /* the output's name turns into a directory while the records are written:
+     * the scratch file is removed, the error names the output */
+    tsim_trace_header h = {8, 4, 4, 0, NULL, NULL};
+    tsim_record rec;
+    cr_assert_eq(tsim_record_alloc(&rec, 4, 8, &err), 0);
+    cr_assert_eq(tsim_writer_open_body(&w, "late.jsonl", 4, 8, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_writer_write(w, &rec, &err), 0, "%s", err.msg);
+    cr_assert_eq(mkdir("late.jsonl", 0755), 0);
+    cr_assert_eq(tsim_writer_close_with_header(w, &h, true, &err), TSIM_E_INPUT);
+    cr_assert_str_eq(err.msg, "late.jsonl: is a directory, not a file to write");
+    cr_assert_eq(rmdir("late.jsonl"), 0);
+    cr_assert_eq(dir_entries(), 0, "nothing is left");
+
+    tsim_record_free(&rec);
+}
+
+/* Writes that fail (a file size limit): in the records' scratch file, or in
+ * the output when the header goes in. An error each time, nothing left. */
+Test(trace, writer_header_at_close_write_fails)
+{
+    signal(SIGXFSZ, SIG_IGN); /* write() fails with EFBIG instead */
+    struct rlimit lim = {(rlim_t)1 << 16, (rlim_t)1 << 16};
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    tsim_record rec;
+    tsim_error err;
+    cr_assert_eq(tsim_record_alloc(&rec, 4, 8, &err), 0);
+    for (int i = 0; i < 32; i++)
+        rec.counts[i] = 1000000 + i;
+    /* the records overflow the scratch file */
+    tsim_writer *w;
+    cr_assert_eq(tsim_writer_open_body(&w, "big.jsonl", 4, 8, &err), 0, "%s", err.msg);
+    int rc = TSIM_OK;
+    for (int i = 0; i < 3000 && !rc; i++)
+        rc = tsim_writer_write(w, &rec, &err);
+    tsim_trace_header h = {8, 4, 4, 0, NULL, NULL};
+    if (!rc)
+        rc = tsim_writer_close_with_header(w, &h, true, &err);
+    else
+        tsim_writer_close_with_header(w, &h, false, &err);
+    cr_assert_eq(rc, TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "big.jsonl: write failed: ") == err.msg, "%s", err.msg);
+    cr_assert_eq(dir_entries(), 0, "nothing is left");
+
+    /* the records fit, the header (a long meta) does not */
+    char *text = malloc(100000);
+    memset(text, 'm', 99999);
+    text[99999] = '\0';
+    h.meta = cJSON_CreateObject();
+    cJSON_AddStringToObject(h.meta, "note", text);
+    cr_assert_eq(tsim_writer_open_body(&w, "head.json", 4, 8, &err), 0, "%s", err.msg);
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(tsim_writer_write(w, &rec, &err), 0, "%s", err.msg);
+    cr_assert_eq(tsim_writer_close_with_header(w, &h, true, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "head.json: write failed: ") == err.msg, "%s", err.msg);
+    cr_assert_eq(dir_entries(), 0, "nothing is left");
+    cJSON_Delete(h.meta);
+    free(text);
+    tsim_record_free(&rec);
 }
 
 /* The strict fast parser and cJSON must read the same records: the second

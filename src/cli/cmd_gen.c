@@ -254,20 +254,169 @@ static int gen_parse(int argc, char **argv, gen_args *a)
     return 0;
 }
 
+/* One run of gen: its parameters, f's provenance and the achieved mean. */
+typedef struct {
+    gen_args a;
+    tsim_gen_params p;
+    tsim_gen_calibration cal;
+    double achieved;
+    int64_t records;
+    progress_state ps;
+} gen_run;
+
+static tsim_trace_header gen_header(const tsim_gen_params *p, cJSON *meta)
+{
+    return (tsim_trace_header){.experts = p->experts,
+                               .ep = p->ep,
+                               .ranks_per_node = p->ranks_per_node,
+                               .topk = p->topk,
+                               .home = NULL,
+                               .meta = meta};
+}
+
+/* Writes every record of g through w, summing the records' imbalance in
+ * their order (the order of the measuring pass, so the mean is the same
+ * number to the bit). */
+static int write_records(gen_run *run, tsim_gen *g, tsim_writer *w, double *sum, tsim_error *err)
+{
+    int rc = TSIM_OK;
+    int64_t written = 0;
+    *sum = 0.0;
+    run->ps.writing = true;
+    run->ps.trial = -1;
+    while (!rc) {
+        const tsim_record *rec;
+        double rho;
+        if (tsim_gen_next(g, &rec, &rho) != 1)
+            break;
+        rc = tsim_writer_write(w, rec, err);
+        *sum += rho;
+        written++;
+        on_progress(&run->ps, 0, written, run->records);
+    }
+    return rc;
+}
+
+/* The header carries the achieved mean, so it is known before writing: from
+ * the calibration, or from one measuring pass for a given f. */
+static int gen_two_passes(gen_run *run, tsim_error *err)
+{
+    tsim_gen_params *p = &run->p;
+    int rc = run->a.have_fraction
+                 ? tsim_gen_mean_imbalance(p, &run->achieved, on_progress, &run->ps, err)
+                 : tsim_gen_calibrate(p, run->a.target, &run->cal, on_progress, &run->ps, err);
+    if (rc)
+        return rc;
+    if (!run->a.have_fraction) {
+        p->hot_fraction = run->cal.hot_fraction;
+        run->achieved = run->cal.achieved;
+    }
+    cJSON *meta = tsim_gen_meta(p, run->a.have_fraction ? NULL : &run->cal, run->achieved);
+    if (!meta)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the trace meta");
+    tsim_trace_header header = gen_header(p, meta);
+    tsim_gen *g = NULL;
+    tsim_writer *w = NULL;
+    rc = tsim_gen_open(&g, p, err);
+    if (!rc)
+        rc = tsim_writer_open(&w, run->a.output, &header, err);
+    if (!rc)
+        rc = tsim_writer_set_gzip_level(w, run->a.gzip_level, err);
+    double sum = 0.0;
+    if (!rc)
+        rc = write_records(run, g, w, &sum, err);
+    /* The written records must be the ones measured: same streams, same sums. */
+    if (!rc && sum / (double)run->records != run->achieved)
+        rc = tsim_error_set(err, TSIM_E_INTERNAL,
+                            "the written trace's mean imbalance %.17g differs from the measured %.17g",
+                            sum / (double)run->records, run->achieved);
+    if (w) {
+        tsim_error close_err = {0};
+        int crc = tsim_writer_close(w, rc == TSIM_OK, &close_err);
+        if (!rc && crc) {
+            rc = crc;
+            *err = close_err;
+        }
+    }
+    tsim_gen_close(g);
+    cJSON_Delete(meta);
+    return rc;
+}
+
+/* A given f and a plain .json or .jsonl file: one pass. The records go to a
+ * scratch file while their imbalance is summed; the header, with the mean,
+ * is written at close and the records appended: the same bytes as two
+ * passes. */
+static int gen_one_pass(gen_run *run, tsim_error *err)
+{
+    const tsim_gen_params *p = &run->p;
+    tsim_gen *g = NULL;
+    tsim_writer *w = NULL;
+    int rc = tsim_gen_open(&g, p, err);
+    if (!rc)
+        rc = tsim_writer_open_body(&w, run->a.output, p->ep, p->experts, err);
+    double sum = 0.0;
+    if (!rc)
+        rc = write_records(run, g, w, &sum, err);
+    tsim_gen_close(g);
+    run->achieved = sum / (double)run->records;
+    cJSON *meta = NULL;
+    if (!rc && !(meta = tsim_gen_meta(p, NULL, run->achieved)))
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the trace meta");
+    tsim_trace_header header = gen_header(p, meta);
+    if (w) {
+        tsim_error close_err = {0};
+        int crc = tsim_writer_close_with_header(w, &header, rc == TSIM_OK, &close_err);
+        if (!rc && crc) {
+            rc = crc;
+            *err = close_err;
+        }
+    }
+    cJSON_Delete(meta);
+    return rc;
+}
+
+/* The one-line summary on stderr. */
+static void gen_report(const gen_run *run, double start)
+{
+    const tsim_gen_params *p = &run->p;
+    const tsim_gen_calibration *cal = &run->cal;
+    const int64_t records = run->records;
+    const int64_t hot = tsim_gen_hot_tokens(p);
+    char how[160];
+    if (run->a.have_fraction)
+        snprintf(how, sizeof how, "hot fraction given");
+    else
+        snprintf(how, sizeof how, "target %.2f%%, base routing %.2f%%, %d calibration trials", 100.0 * cal->target,
+                 100.0 * cal->base, cal->trials);
+    char regime[160] = "";
+    if (!tsim_gen_default_regime(p)) {
+        char spec[64];
+        tsim_gen_hot_ranks_format(p, spec, sizeof spec);
+        snprintf(regime, sizeof regime, "; hot ranks %s, %d hot experts each, skew %g", spec,
+                 tsim_gen_hot_experts_per_rank(p), p->hot_skew);
+    }
+    fprintf(stderr,
+            "taotsim gen: wrote %lld record%s (EP%d, %d experts, top-%d, %d tokens per rank%s) to %s: mean initial "
+            "imbalance %.2f%% (%s), f = %.6f (%lld of %lld tokens per record hot), %.1f s\n",
+            (long long)records, records == 1 ? "" : "s", p->ep, p->experts, p->topk, p->tokens, regime,
+            run->a.output, 100.0 * run->achieved, how, p->hot_fraction, (long long)hot,
+            (long long)p->tokens * p->ep, tsim_now_seconds() - start);
+}
+
 int tsim_cmd_gen(int argc, char **argv)
 {
-    gen_args a;
-    int parsed = gen_parse(argc, argv, &a);
+    gen_run run;
+    memset(&run, 0, sizeof run);
+    int parsed = gen_parse(argc, argv, &run.a);
     if (parsed == TSIM_CLI_HELP) {
         usage(stdout);
         return 0;
     }
     if (parsed)
         return parsed;
-    tsim_gen_params p = a.p;
-    const char *output = a.output;
-    const double target = a.target;
-    const bool have_fraction = a.have_fraction;
+    run.p = run.a.p;
+    const char *output = run.a.output;
     tsim_error err = {0};
     tsim_trace_format fmt;
     if (tsim_trace_format_from_path(output, &fmt, &err))
@@ -276,104 +425,20 @@ int tsim_cmd_gen(int argc, char **argv)
         return tsim_cli_usage_error(CMD, "%s: gen writes .json, .jsonl or .jsonl.gz, not CSV", output);
 
     const double start = tsim_now_seconds();
-    const int64_t records = tsim_gen_record_count(&p);
-    progress_state ps;
-    memset(&ps, 0, sizeof ps);
-    ps.trial = -1;
-    tsim_progress_start(&ps.bar, ps.what);
-    ps.lines = a.progress_lines;
-    ps.last_line = ps.bar.start;
+    run.records = tsim_gen_record_count(&run.p);
+    progress_state *ps = &run.ps;
+    ps->trial = -1;
+    tsim_progress_start(&ps->bar, ps->what);
+    ps->lines = run.a.progress_lines;
+    ps->last_line = ps->bar.start;
 
-    /* The header carries the achieved mean, so it is known before writing:
-     * from the calibration, or from one measuring pass for a given f. */
-    tsim_gen_calibration cal;
-    double achieved;
-    if (!have_fraction) {
-        int rc = tsim_gen_calibrate(&p, target, &cal, on_progress, &ps, &err);
-        if (rc) {
-            tsim_progress_finish(&ps.bar);
-            return tsim_cli_fail(CMD, &err);
-        }
-        p.hot_fraction = cal.hot_fraction;
-        achieved = cal.achieved;
-    } else {
-        int rc = tsim_gen_mean_imbalance(&p, &achieved, on_progress, &ps, &err);
-        if (rc) {
-            tsim_progress_finish(&ps.bar);
-            return tsim_cli_fail(CMD, &err);
-        }
-    }
-
-    cJSON *meta = tsim_gen_meta(&p, have_fraction ? NULL : &cal, achieved);
-    if (!meta) {
-        tsim_progress_finish(&ps.bar);
-        tsim_error_set(&err, TSIM_E_INTERNAL, "out of memory for the trace meta");
-        return tsim_cli_fail(CMD, &err);
-    }
-    tsim_trace_header header = {.experts = p.experts,
-                                .ep = p.ep,
-                                .ranks_per_node = p.ranks_per_node,
-                                .topk = p.topk,
-                                .home = NULL,
-                                .meta = meta};
-    tsim_gen *g = NULL;
-    tsim_writer *w = NULL;
-    int rc = tsim_gen_open(&g, &p, &err);
-    if (!rc)
-        rc = tsim_writer_open(&w, output, &header, &err);
-    if (!rc)
-        rc = tsim_writer_set_gzip_level(w, a.gzip_level, &err);
-    double sum = 0.0;
-    ps.writing = true;
-    ps.trial = -1;
-    int64_t written = 0;
-    while (!rc) {
-        const tsim_record *rec;
-        double rho;
-        if (tsim_gen_next(g, &rec, &rho) != 1)
-            break;
-        rc = tsim_writer_write(w, rec, &err);
-        sum += rho;
-        written++;
-        on_progress(&ps, 0, written, records);
-    }
-    /* The written records must be the ones measured: same streams, same sums. */
-    if (!rc && sum / (double)records != achieved)
-        rc = tsim_error_set(&err, TSIM_E_INTERNAL,
-                            "the written trace's mean imbalance %.17g differs from the measured %.17g",
-                            sum / (double)records, achieved);
-    if (w) {
-        tsim_error close_err = {0};
-        int crc = tsim_writer_close(w, rc == TSIM_OK, &close_err);
-        if (!rc && crc) {
-            rc = crc;
-            err = close_err;
-        }
-    }
-    tsim_gen_close(g);
-    cJSON_Delete(meta);
-    tsim_progress_finish(&ps.bar);
+    /* .jsonl.gz keeps two passes: its first gzip member holds the header
+     * and the first records together. */
+    const bool one_pass = run.a.have_fraction && tsim_writer_can_defer_header(output);
+    int rc = one_pass ? gen_one_pass(&run, &err) : gen_two_passes(&run, &err);
+    tsim_progress_finish(&ps->bar);
     if (rc)
         return tsim_cli_fail(CMD, &err);
-
-    const int64_t hot = tsim_gen_hot_tokens(&p);
-    char how[160];
-    if (have_fraction)
-        snprintf(how, sizeof how, "hot fraction given");
-    else
-        snprintf(how, sizeof how, "target %.2f%%, base routing %.2f%%, %d calibration trials", 100.0 * cal.target,
-                 100.0 * cal.base, cal.trials);
-    char regime[160] = "";
-    if (!tsim_gen_default_regime(&p)) {
-        char spec[64];
-        tsim_gen_hot_ranks_format(&p, spec, sizeof spec);
-        snprintf(regime, sizeof regime, "; hot ranks %s, %d hot experts each, skew %g", spec,
-                 tsim_gen_hot_experts_per_rank(&p), p.hot_skew);
-    }
-    fprintf(stderr,
-            "taotsim gen: wrote %lld record%s (EP%d, %d experts, top-%d, %d tokens per rank%s) to %s: mean initial "
-            "imbalance %.2f%% (%s), f = %.6f (%lld of %lld tokens per record hot), %.1f s\n",
-            (long long)records, records == 1 ? "" : "s", p.ep, p.experts, p.topk, p.tokens, regime, output, 100.0 * achieved, how,
-            p.hot_fraction, (long long)hot, (long long)p.tokens * p.ep, tsim_now_seconds() - start);
+    gen_report(&run, start);
     return 0;
 }

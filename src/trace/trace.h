@@ -168,4 +168,22 @@ int tsim_writer_set_gzip_level(tsim_writer *w, int level, tsim_error *err);
 /* commit = false discards the output. */
 int tsim_writer_close(tsim_writer *w, bool commit, tsim_error *err);
 
+/* The header at close, for a header known only once every record is written
+ * (gen's achieved mean imbalance), in one pass over the records: true when
+ * path can be written that way: a .json or .jsonl file (a new one or a
+ * regular file), not "-", not a device, not .jsonl.gz (whose first gzip
+ * member holds the header and the first records). */
+bool tsim_writer_can_defer_header(const char *path);
+/* Opens such a writer for records of ep x experts: tsim_writer_write puts
+ * them in a scratch file beside path (a temporary file like the output's,
+ * removed however the run ends). */
+int tsim_writer_open_body(tsim_writer **out, const char *path, int ep, int experts, tsim_error *err);
+/* Closes a writer of tsim_writer_open_body. commit = true writes the output
+ * atomically: h's header (the same text tsim_writer_open writes; its ep and
+ * experts must be the records'), then the records, byte for byte the file
+ * tsim_writer_open, the same records and tsim_writer_close give. commit =
+ * false, or any error, leaves neither the output nor the scratch file.
+ * tsim_writer_close refuses to commit such a writer. */
+int tsim_writer_close_with_header(tsim_writer *w, const tsim_trace_header *h, bool commit, tsim_error *err);
+
 #endif

@@ -1,10 +1,16 @@
 /* Trace writers: JSON document and JSON Lines (optionally gzip), streamed
  * record by record into an atomic output file. Records are always written
- * with "counts"; the same header and records always give the same bytes. */
+ * with "counts"; the same header and records always give the same bytes,
+ * whether the header is written first or, for a header known only at the end
+ * (gen's achieved imbalance), at close before the records kept in a scratch
+ * file. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "crc32_fast.h"
@@ -41,6 +47,9 @@ struct tsim_writer {
     unsigned char *member;
     size_t member_len, member_cap;
     uint32_t crc; /* CRC-32 of the current member's text */
+    /* Opened by tsim_writer_open_body: out is the scratch file holding the
+     * records; the header comes at tsim_writer_close_with_header. */
+    bool deferred;
 };
 
 static int reserve(tsim_writer *w, size_t more, tsim_error *err)
@@ -267,21 +276,56 @@ static void writer_free(tsim_writer *w)
     free(w);
 }
 
-int tsim_writer_open(tsim_writer **out, const char *path, const tsim_trace_header *h, tsim_error *err)
+/* The formats a writer takes: .json, .jsonl and .jsonl.gz. */
+static int writable_format(const char *path, tsim_trace_format *fmt, tsim_error *err)
 {
-    *out = NULL;
-    tsim_trace_format fmt;
-    int rc = tsim_trace_format_from_path(path, &fmt, err);
+    int rc = tsim_trace_format_from_path(path, fmt, err);
     if (rc)
         return rc;
-    if (fmt == TSIM_FMT_CSV)
+    if (*fmt == TSIM_FMT_CSV)
         return tsim_error_set(err, TSIM_E_INPUT, "%s: CSV is an import format only; write .json, .jsonl or .jsonl.gz",
                               path);
-    if (tsim_trace_format_import_only(fmt))
+    if (tsim_trace_format_import_only(*fmt))
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s: %s is an import format only; write .json, .jsonl or .jsonl.gz", path,
-                              fmt == TSIM_FMT_NPY ? ".npy" : ".safetensors");
-    if ((rc = check_header(path, h, err)))
+                              *fmt == TSIM_FMT_NPY ? ".npy" : ".safetensors");
+    return TSIM_OK;
+}
+
+/* A writer with nothing open yet: the gzip stream started for .jsonl.gz. */
+static int writer_new(tsim_writer **out, const char *path, tsim_trace_format fmt, int ep, int experts,
+                      tsim_error *err)
+{
+    *out = NULL;
+    tsim_writer *w = calloc(1, sizeof *w);
+    if (!w || !(w->path = strdup(path))) {
+        free(w);
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
+    }
+    w->fmt = fmt;
+    w->ep = ep;
+    w->experts = experts;
+    if (fmt == TSIM_FMT_JSONL_GZ) {
+        w->zbuf = malloc(FLUSH_AT);
+        /* windowBits -15: raw deflate; write_member wraps each member in
+         * gzip itself (a header with its length, no time stamp). */
+        w->level = 6;
+        if (!w->zbuf || deflateInit2(&w->z, w->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+            writer_free(w);
+            return tsim_error_set(err, TSIM_E_INTERNAL, "zlib could not start a gzip stream");
+        }
+        w->gz = true;
+    }
+    *out = w;
+    return TSIM_OK;
+}
+
+/* The one place that writes a trace's header: checks h and appends its text
+ * (up to the first record) to the pending text, for w's format. */
+static int put_header(tsim_writer *w, const tsim_trace_header *h, tsim_error *err)
+{
+    int rc = check_header(w->path, h, err);
+    if (rc)
         return rc;
     char *meta = NULL;
     if (h->meta && !(meta = cJSON_PrintUnformatted(h->meta)))
@@ -294,39 +338,12 @@ int tsim_writer_open(tsim_writer **out, const char *path, const tsim_trace_heade
         if (!(meta = fixed))
             return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     }
-
-    tsim_writer *w = calloc(1, sizeof *w);
-    if (!w || !(w->path = strdup(path))) {
-        free(w);
-        cJSON_free(meta);
-        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
-    }
-    w->fmt = fmt;
-    w->ep = h->ep;
-    w->experts = h->experts;
-    if (fmt == TSIM_FMT_JSONL_GZ) {
-        w->zbuf = malloc(FLUSH_AT);
-        /* windowBits -15: raw deflate; write_member wraps each member in
-         * gzip itself (a header with its length, no time stamp). */
-        w->level = 6;
-        if (!w->zbuf || deflateInit2(&w->z, w->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-            writer_free(w);
-            cJSON_free(meta);
-            return tsim_error_set(err, TSIM_E_INTERNAL, "zlib could not start a gzip stream");
-        }
-        w->gz = true;
-    }
     size_t meta_len = meta ? strlen(meta) : 0;
-    rc = reserve(w, 512 + meta_len + (size_t)h->experts * 12, err);
-    if (!rc)
-        rc = tsim_outfile_open(&w->out, path, err);
-    if (rc) {
+    if ((rc = reserve(w, 512 + meta_len + (size_t)h->experts * 12, err))) {
         cJSON_free(meta);
-        writer_free(w);
         return rc;
     }
-
-    const bool doc = fmt == TSIM_FMT_JSON;
+    const bool doc = w->fmt == TSIM_FMT_JSON;
     const char *sep = doc ? ",\n  " : ",";
     const char *colon = doc ? ": " : ":";
     put_str(w, doc ? "{\n  " : "{");
@@ -363,6 +380,26 @@ int tsim_writer_open(tsim_writer **out, const char *path, const tsim_trace_heade
         cJSON_free(meta);
     }
     put_str(w, doc ? ",\n  \"records\": [" : "}\n");
+    return TSIM_OK;
+}
+
+int tsim_writer_open(tsim_writer **out, const char *path, const tsim_trace_header *h, tsim_error *err)
+{
+    *out = NULL;
+    tsim_trace_format fmt;
+    int rc = writable_format(path, &fmt, err);
+    if (rc)
+        return rc;
+    tsim_writer *w;
+    if ((rc = writer_new(&w, path, fmt, h->ep, h->experts, err)))
+        return rc;
+    rc = put_header(w, h, err);
+    if (!rc)
+        rc = tsim_outfile_open(&w->out, path, err);
+    if (rc) {
+        writer_free(w);
+        return rc;
+    }
     *out = w;
     return TSIM_OK;
 }
@@ -423,17 +460,27 @@ int tsim_writer_write(tsim_writer *w, const tsim_record *rec, tsim_error *err)
     return TSIM_OK;
 }
 
+/* The .json document's closing brackets, pending after the last record. */
+static int put_closing(tsim_writer *w, tsim_error *err)
+{
+    if (w->fmt != TSIM_FMT_JSON)
+        return TSIM_OK;
+    int rc = reserve(w, 16, err);
+    if (!rc)
+        put_str(w, w->records ? "\n  ]\n}\n" : "]\n}\n");
+    return rc;
+}
+
 int tsim_writer_close(tsim_writer *w, bool commit, tsim_error *err)
 {
     if (!w)
         return TSIM_OK;
     int rc = TSIM_OK;
-    if (commit) {
-        if (w->fmt == TSIM_FMT_JSON) {
-            rc = reserve(w, 16, err);
-            if (!rc)
-                put_str(w, w->records ? "\n  ]\n}\n" : "]\n}\n");
-        }
+    if (commit && w->deferred)
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "%s: the header is still to come: close with the header",
+                            w->path);
+    else if (commit) {
+        rc = put_closing(w, err);
         /* A member just ended on the last record: no empty member after it. */
         bool empty_tail = w->gz && w->members > 0 && w->member_in == 0 && w->len == 0;
         if (!rc && !empty_tail)
@@ -446,6 +493,137 @@ int tsim_writer_close(tsim_writer *w, bool commit, tsim_error *err)
     }
     if (!commit || rc)
         tsim_outfile_abort(&w->out);
+    writer_free(w);
+    return rc;
+}
+
+/* ---- the header at close ------------------------------------------------- */
+
+bool tsim_writer_can_defer_header(const char *path)
+{
+    if (!path || !*path || strcmp(path, "-") == 0)
+        return false;
+    tsim_trace_format fmt;
+    tsim_error ignored = {0};
+    if (tsim_trace_format_from_path(path, &fmt, &ignored) || (fmt != TSIM_FMT_JSON && fmt != TSIM_FMT_JSONL))
+        return false;
+    /* A device or pipe (/dev/null) is written directly, so there is no
+     * temporary file beside it to hold the records. */
+    struct stat st;
+    return stat(path, &st) != 0 || S_ISREG(st.st_mode);
+}
+
+int tsim_writer_open_body(tsim_writer **out, const char *path, int ep, int experts, tsim_error *err)
+{
+    *out = NULL;
+    if (!tsim_writer_can_defer_header(path))
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: the header cannot come last here (only a .json or .jsonl file)",
+                              path ? path : "(null)");
+    tsim_trace_format fmt;
+    int rc = writable_format(path, &fmt, err);
+    if (rc)
+        return rc;
+    /* The shape the records are checked against; the header's other fields
+     * are checked at close. */
+    const tsim_trace_header shape = {.experts = experts, .ep = ep, .ranks_per_node = 1};
+    if ((rc = check_header(path, &shape, err)))
+        return rc;
+    tsim_writer *w;
+    if ((rc = writer_new(&w, path, fmt, ep, experts, err)))
+        return rc;
+    w->deferred = true;
+    /* The scratch file: a temporary name beside the output, removed on
+     * close, on abort and by the CLI's signal and exit handlers. */
+    if ((rc = tsim_outfile_open(&w->out, path, err))) {
+        writer_free(w);
+        return rc;
+    }
+    *out = w;
+    return TSIM_OK;
+}
+
+static int write_all(int fd, const char *data, size_t n, const char *path, tsim_error *err)
+{
+    while (n > 0) {
+        ssize_t m = write(fd, data, n);
+        if (m < 0) {
+            if (errno == EINTR)
+                continue;
+            return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed: %s", path, strerror(errno));
+        }
+        data += m;
+        n -= (size_t)m;
+    }
+    return TSIM_OK;
+}
+
+#define COPY_BUF ((size_t)1 << 20)
+
+/* Appends the scratch file's bytes (from its start) to fd. */
+static int copy_scratch(int from, int to, const char *path, tsim_error *err)
+{
+    if (lseek(from, 0, SEEK_SET) != 0)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: cannot reread the records: %s", path, strerror(errno));
+    char *buf = malloc(COPY_BUF);
+    if (!buf)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory while writing %s", path);
+    int rc = TSIM_OK;
+    for (;;) {
+        ssize_t n = read(from, buf, COPY_BUF);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            rc = tsim_error_set(err, TSIM_E_INPUT, "%s: cannot reread the records: %s", path, strerror(errno));
+        if (n <= 0)
+            break;
+        if ((rc = write_all(to, buf, (size_t)n, path, err)))
+            break;
+    }
+    free(buf);
+    return rc;
+}
+
+/* Finishes the records in the scratch file, then writes the output: the
+ * header, the scratch file's bytes, committed atomically. */
+static int finish_deferred(tsim_writer *w, const tsim_trace_header *h, tsim_error *err)
+{
+    if (h->ep != w->ep || h->experts != w->experts)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "%s: the header is %d x %d, the records %d x %d", w->path, h->ep,
+                              h->experts, w->ep, w->experts);
+    int rc = put_closing(w, err);
+    if (!rc)
+        rc = emit(w, w->buf, w->len, Z_NO_FLUSH, err);
+    w->len = 0;
+    if (!rc)
+        rc = tsim_outfile_flush(&w->out, err);
+    if (!rc)
+        rc = put_header(w, h, err);
+    if (rc)
+        return rc;
+    tsim_outfile out;
+    if ((rc = tsim_outfile_open(&out, w->path, err)))
+        return rc;
+    /* out's stream holds nothing: the bytes go straight to its descriptor */
+    rc = write_all(fileno(out.fp), w->buf, w->len, w->path, err);
+    w->len = 0;
+    if (!rc)
+        rc = copy_scratch(fileno(w->out.fp), fileno(out.fp), w->path, err);
+    if (!rc)
+        return tsim_outfile_commit(&out, err); /* removes its temporary file on failure */
+    tsim_outfile_abort(&out);
+    return rc;
+}
+
+int tsim_writer_close_with_header(tsim_writer *w, const tsim_trace_header *h, bool commit, tsim_error *err)
+{
+    if (!w)
+        return TSIM_OK;
+    int rc = TSIM_OK;
+    if (commit && !w->deferred)
+        rc = tsim_error_set(err, TSIM_E_INTERNAL, "%s: the header was written at open: close without one", w->path);
+    else if (commit)
+        rc = finish_deferred(w, h, err);
+    tsim_outfile_abort(&w->out); /* the scratch file (or the output of a writer opened with its header) */
     writer_free(w);
     return rc;
 }
