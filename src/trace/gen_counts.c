@@ -80,6 +80,8 @@ static double xoshiro_get_double(xoshiro_state *x)
 struct tsim_counts_sampler {
     xoshiro_state rng;
     xoshiro_state lane[LANES];
+    uint64_t main_seed; /* the current stream's seed */
+    bool main_set;      /* rng seeded from it */
     uint64_t lane_seed; /* splitmix64 state after rng's seeding: the lanes' seeds */
     bool lanes_set;     /* lanes seeded for the current stream */
     uint32_t block[BLOCK];
@@ -118,15 +120,26 @@ void tsim_counts_sampler_free(tsim_counts_sampler *s)
     free(s);
 }
 
+/* splitmix64 adds this to its state at every step */
+#define SPLITMIX_GAMMA UINT64_C(0x9e3779b97f4a7c15)
+
 void tsim_counts_seed(tsim_counts_sampler *s, uint64_t seed)
 {
-    uint64_t z = seed;
+    /* The main stream takes splitmix64's first four outputs and the lanes
+     * the next eight, each seeded only when first used (version 3 seldom
+     * uses the main stream; version 2's streams stay as they were). */
+    s->main_seed = seed;
+    s->main_set = false;
+    s->lane_seed = seed + 4 * SPLITMIX_GAMMA;
+    s->lanes_set = false;
+}
+
+static void seed_main(tsim_counts_sampler *s)
+{
+    uint64_t z = s->main_seed;
     for (int i = 0; i < 4; i++)
         s->rng.s[i] = tsim_splitmix64(&z);
-    /* The lanes continue the same splitmix64 sequence, seeded only when a
-     * version-3 block first needs them (versions 2's streams stay as they were). */
-    s->lane_seed = z;
-    s->lanes_set = false;
+    s->main_set = true;
 }
 
 static void seed_lanes(tsim_counts_sampler *s)
@@ -140,6 +153,8 @@ static void seed_lanes(tsim_counts_sampler *s)
 
 static inline double uniform(tsim_counts_sampler *s)
 {
+    if (!s->main_set)
+        seed_main(s);
     return xoshiro_get_double(&s->rng);
 }
 
@@ -286,6 +301,8 @@ static inline int32_t coin(const tsim_counts_alias *a, int i, uint32_t u)
 int64_t tsim_counts_alias_picks(tsim_counts_sampler *s, const tsim_counts_alias *a, const int64_t *room, int64_t n,
                                 int64_t *got)
 {
+    if (!s->main_set)
+        seed_main(s);
     int64_t left = n;
     for (int misses = 0; left > 0 && misses < MISSES_MAX;) {
         /* one 32-bit draw: its product with the table size picks the slot

@@ -78,16 +78,13 @@ static void put_str(tsim_writer *w, const char *s)
     put(w, s, strlen(s));
 }
 
-/* Decimal digits without printf: the writer's hot loop. Counts are mostly
- * one or two digits, written without the general loop. */
+static const char TWO_DIGITS[] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                 "8081828384858687888990919293949596979899";
+
+/* Decimal digits without printf. */
 static void put_int(tsim_writer *w, int64_t v)
 {
-    if (v >= 0 && v < 100) {
-        if (v >= 10)
-            w->buf[w->len++] = (char)('0' + v / 10);
-        w->buf[w->len++] = (char)('0' + v % 10);
-        return;
-    }
     char tmp[24];
     int n = 0;
     uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
@@ -447,7 +444,19 @@ int tsim_writer_write(tsim_writer *w, const tsim_record *rec, tsim_error *err)
         for (int e = 0; e < rec->experts; e++) {
             if (e)
                 w->buf[w->len++] = ',';
-            put_int(w, row[e]);
+            const int64_t v = row[e];
+            if (v >= 0 && v < 100) {
+                /* the writer's hot loop: most counts have one or two digits,
+                 * written from a table without a branch on which (the
+                 * second byte written for one digit is overwritten next) */
+                const char *d = TWO_DIGITS + 2 * v;
+                const size_t one = v < 10;
+                w->buf[w->len] = d[one];
+                w->buf[w->len + 1] = d[1];
+                w->len += 2 - one;
+            } else {
+                put_int(w, v);
+            }
         }
         w->buf[w->len++] = ']';
     }
