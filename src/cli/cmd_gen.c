@@ -262,7 +262,15 @@ typedef struct {
     double achieved;
     int64_t records;
     progress_state ps;
+    bool missed; /* f from a sample missed the target on the whole trace */
 } gen_run;
+
+/* f from a sample's calibration (version 3) holds only if the whole trace
+ * also meets the target. */
+static bool misses_target(const gen_run *run)
+{
+    return !run->a.have_fraction && fabs(run->achieved - run->a.target) > TSIM_GEN_TOLERANCE;
+}
 
 static tsim_trace_header gen_header(const tsim_gen_params *p, cJSON *meta)
 {
@@ -299,18 +307,12 @@ static int write_records(gen_run *run, tsim_gen *g, tsim_writer *w, double *sum,
 
 /* The header carries the achieved mean, so it is known before writing: from
  * the calibration, or from one measuring pass for a given f. */
-static int gen_two_passes(gen_run *run, tsim_error *err)
+/* The writing pass after a measuring one (or a calibration): f and the
+ * achieved mean are known. */
+static int write_known(gen_run *run, tsim_error *err)
 {
-    tsim_gen_params *p = &run->p;
-    int rc = run->a.have_fraction
-                 ? tsim_gen_mean_imbalance(p, &run->achieved, on_progress, &run->ps, err)
-                 : tsim_gen_calibrate(p, run->a.target, &run->cal, on_progress, &run->ps, err);
-    if (rc)
-        return rc;
-    if (!run->a.have_fraction) {
-        p->hot_fraction = run->cal.hot_fraction;
-        run->achieved = run->cal.achieved;
-    }
+    const tsim_gen_params *p = &run->p;
+    int rc;
     cJSON *meta = tsim_gen_meta(p, run->a.have_fraction ? NULL : &run->cal, run->achieved);
     if (!meta)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the trace meta");
@@ -343,7 +345,46 @@ static int gen_two_passes(gen_run *run, tsim_error *err)
     return rc;
 }
 
-/* A given f and a plain .json or .jsonl file: one pass. The records go to a
+/* The header's mean from the calibration: f and the trials' mean over the
+ * whole trace. */
+static int gen_two_passes_calibrated(gen_run *run, tsim_error *err)
+{
+    run->p.hot_fraction = run->cal.hot_fraction;
+    run->achieved = run->cal.achieved;
+    return write_known(run, err);
+}
+
+/* Two passes: the mean first (a measuring pass, or the calibration), so the
+ * header can lead; then the records. */
+static int gen_two_passes(gen_run *run, tsim_error *err)
+{
+    tsim_gen_params *p = &run->p;
+    int rc = run->a.have_fraction
+                 ? tsim_gen_mean_imbalance(p, &run->achieved, on_progress, &run->ps, err)
+                 : tsim_gen_calibrate_sampled(p, run->a.target, &run->cal, on_progress, &run->ps, err);
+    if (rc)
+        return rc;
+    if (!run->a.have_fraction) {
+        p->hot_fraction = run->cal.hot_fraction;
+        run->achieved = run->cal.achieved;
+    }
+    if (!run->a.have_fraction && run->cal.trial_records < run->records) {
+        /* a sample's f, measured on the whole trace; in full when it misses */
+        rc = tsim_gen_mean_imbalance(p, &run->achieved, on_progress, &run->ps, err);
+        if (!rc && misses_target(run)) {
+            rc = tsim_gen_calibrate(p, run->a.target, &run->cal, on_progress, &run->ps, err);
+            p->hot_fraction = run->cal.hot_fraction;
+            run->achieved = run->cal.achieved;
+        }
+        if (rc)
+            return rc;
+    }
+    return write_known(run, err);
+}
+
+/* A known f (given, or a sample's) and a plain .json or .jsonl file: one
+ * pass. With a sample's f, the file is dropped (run->missed) when the whole
+ * trace misses the target. The records go to a
  * scratch file while their imbalance is summed; the header, with the mean,
  * is written at close and the records appended: the same bytes as two
  * passes. */
@@ -360,13 +401,14 @@ static int gen_one_pass(gen_run *run, tsim_error *err)
         rc = write_records(run, g, w, &sum, err);
     tsim_gen_close(g);
     run->achieved = sum / (double)run->records;
+    run->missed = !rc && misses_target(run);
     cJSON *meta = NULL;
-    if (!rc && !(meta = tsim_gen_meta(p, NULL, run->achieved)))
+    if (!rc && !(meta = tsim_gen_meta(p, run->a.have_fraction ? NULL : &run->cal, run->achieved)))
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the trace meta");
     tsim_trace_header header = gen_header(p, meta);
     if (w) {
         tsim_error close_err = {0};
-        int crc = tsim_writer_close_with_header(w, &header, rc == TSIM_OK, &close_err);
+        int crc = tsim_writer_close_with_header(w, &header, rc == TSIM_OK && !run->missed, &close_err);
         if (!rc && crc) {
             rc = crc;
             *err = close_err;
@@ -377,6 +419,27 @@ static int gen_one_pass(gen_run *run, tsim_error *err)
 }
 
 /* The one-line summary on stderr. */
+/* One pass where the header can come last: with f given, or with f from a
+ * sample's calibration (version 3) when the whole trace then meets the
+ * target; else (or when it misses) the two passes. */
+static int gen_one_pass_or_two(gen_run *run, tsim_error *err)
+{
+    if (!run->a.have_fraction) {
+        int rc = tsim_gen_calibrate_sampled(&run->p, run->a.target, &run->cal, on_progress, &run->ps, err);
+        if (rc)
+            return rc;
+        if (run->cal.trial_records == run->records) /* versions 1 and 2: f is the whole trace's */
+            return gen_two_passes_calibrated(run, err);
+        run->p.hot_fraction = run->cal.hot_fraction;
+    }
+    int rc = gen_one_pass(run, err);
+    if (rc || !run->missed)
+        return rc;
+    run->missed = false;
+    rc = tsim_gen_calibrate(&run->p, run->a.target, &run->cal, on_progress, &run->ps, err);
+    return rc ? rc : gen_two_passes_calibrated(run, err);
+}
+
 static void gen_report(const gen_run *run, double start)
 {
     const tsim_gen_params *p = &run->p;
@@ -387,8 +450,8 @@ static void gen_report(const gen_run *run, double start)
     if (run->a.have_fraction)
         snprintf(how, sizeof how, "hot fraction given");
     else
-        snprintf(how, sizeof how, "target %.2f%%, base routing %.2f%%, %d calibration trials", 100.0 * cal->target,
-                 100.0 * cal->base, cal->trials);
+        snprintf(how, sizeof how, "target %.2f%%, base routing %.2f%%, %d calibration trials%s", 100.0 * cal->target,
+                 100.0 * cal->base, cal->trials, cal->trial_records < records ? " on a sample of the records" : "");
     char regime[160] = "";
     if (!tsim_gen_default_regime(p)) {
         char spec[64];
@@ -434,8 +497,7 @@ int tsim_cmd_gen(int argc, char **argv)
 
     /* .jsonl.gz keeps two passes: its first gzip member holds the header
      * and the first records together. */
-    const bool one_pass = run.a.have_fraction && tsim_writer_can_defer_header(output);
-    int rc = one_pass ? gen_one_pass(&run, &err) : gen_two_passes(&run, &err);
+    int rc = tsim_writer_can_defer_header(output) ? gen_one_pass_or_two(&run, &err) : gen_two_passes(&run, &err);
     tsim_progress_finish(&ps->bar);
     if (rc)
         return tsim_cli_fail(CMD, &err);

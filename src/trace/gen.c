@@ -891,16 +891,25 @@ static void poisson_tables(tsim_gen *g)
         g->poisson_min = 0; /* cannot happen (sized for all T k picks); the alias picks alone are the same law */
 }
 
+/* The next record's popularity and hotspot (every record needs them, drawn
+ * or skipped: the popularity walks on from one microbatch to the next). */
+static int64_t advance(tsim_gen *g)
+{
+    const int L = g->p.layers;
+    const int64_t index = g->next++;
+    next_popularity(g, index / L, (int)(index % L));
+    place_hotspot(g, index / L);
+    return index;
+}
+
 int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
 {
     const int L = g->p.layers;
     if (g->next >= tsim_gen_record_count(&g->p))
         return 0;
-    const int64_t index = g->next++;
+    const int64_t index = advance(g);
     const int64_t microbatch = index / L;
     const int layer = (int)(index % L);
-    next_popularity(g, microbatch, layer);
-    place_hotspot(g, microbatch);
     if (g->hot_factor)
         for (int i = 0; i < g->hot.n; i++)
             g->hot_weight[g->hot_experts[i]] = g->pop[g->hot_experts[i]] * g->hot_factor[i];
@@ -932,19 +941,28 @@ int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
 }
 
 /* Mean initial imbalance of the whole trace with the generator's current H. */
-static double trace_mean(tsim_gen *g, int trial, tsim_gen_progress_fn progress, void *ctx)
+/* Mean initial imbalance with the generator's current H, over the records
+ * of every stride-th microbatch (1: the whole trace); the others are
+ * skipped, their popularity advanced but nothing drawn. */
+static double trace_mean(tsim_gen *g, int stride, int trial, tsim_gen_progress_fn progress, void *ctx)
 {
-    const int64_t n = tsim_gen_record_count(&g->p);
+    const int64_t n = tsim_gen_record_count(&g->p), L = g->p.layers;
+    const int64_t sampled = ((int64_t)g->p.microbatches + stride - 1) / stride * L;
     double sum = 0.0, rho;
     const tsim_record *rec;
     int64_t done = 0;
-    while (tsim_gen_next(g, &rec, &rho) == 1) {
+    while (g->next < n) {
+        if (g->next / L % stride != 0) {
+            advance(g);
+            continue;
+        }
+        tsim_gen_next(g, &rec, &rho);
         sum += rho;
         done++;
         if (progress)
-            progress(ctx, trial, done, n);
+            progress(ctx, trial, done, sampled);
     }
-    return sum / (double)n;
+    return sum / (double)sampled;
 }
 
 int tsim_gen_mean_imbalance(const tsim_gen_params *p, double *mean, tsim_gen_progress_fn progress, void *ctx,
@@ -954,7 +972,7 @@ int tsim_gen_mean_imbalance(const tsim_gen_params *p, double *mean, tsim_gen_pro
     int rc = tsim_gen_open(&g, p, err);
     if (rc)
         return rc;
-    *mean = trace_mean(g, 0, progress, ctx);
+    *mean = trace_mean(g, 1, 0, progress, ctx);
     tsim_gen_close(g);
     return TSIM_OK;
 }
@@ -964,19 +982,19 @@ typedef struct {
     double rho;
 } probe;
 
-static probe evaluate_at(tsim_gen *g, int64_t h, tsim_gen_calibration *cal, probe *best,
+static probe evaluate_at(tsim_gen *g, int64_t h, int stride, tsim_gen_calibration *cal, probe *best,
                          tsim_gen_progress_fn progress, void *ctx)
 {
     set_hot_tokens(g, h);
     cal->trials++;
-    probe pr = {h, trace_mean(g, cal->trials, progress, ctx)};
+    probe pr = {h, trace_mean(g, stride, cal->trials, progress, ctx)};
     if (best->h < 0 || fabs(pr.rho - cal->target) < fabs(best->rho - cal->target))
         *best = pr;
     return pr;
 }
 
-int tsim_gen_calibrate(const tsim_gen_params *p, double target, tsim_gen_calibration *out,
-                       tsim_gen_progress_fn progress, void *ctx, tsim_error *err)
+static int calibrate_every(const tsim_gen_params *p, double target, int stride, tsim_gen_calibration *out,
+                           tsim_gen_progress_fn progress, void *ctx, tsim_error *err)
 {
     memset(out, 0, sizeof *out);
     if (!(target >= 0.0 && target <= (double)TSIM_MAX_RANKS))
@@ -989,7 +1007,7 @@ int tsim_gen_calibrate(const tsim_gen_params *p, double target, tsim_gen_calibra
     const int64_t n = tokens_per_record(p);
     probe best = {-1, 0.0};
 
-    probe lo = evaluate_at(g, 0, out, &best, progress, ctx);
+    probe lo = evaluate_at(g, 0, stride, out, &best, progress, ctx);
     out->base = lo.rho;
     if (lo.rho > target + TSIM_GEN_TOLERANCE) {
         tsim_gen_close(g);
@@ -1022,7 +1040,7 @@ int tsim_gen_calibrate(const tsim_gen_params *p, double target, tsim_gen_calibra
         double guess = target * (double)p->tokens * k / gain;
         int64_t h = guess < 1.0 ? 1 : guess > (double)n ? n : (int64_t)llround(guess);
         for (int step = 0; step < 200; step++) {
-            probe cur = evaluate_at(g, h, out, &best, progress, ctx);
+            probe cur = evaluate_at(g, h, stride, out, &best, progress, ctx);
             if (fabs(cur.rho - target) <= TSIM_GEN_AIM)
                 break;
             if (cur.rho < target) {
@@ -1090,8 +1108,25 @@ int tsim_gen_calibrate(const tsim_gen_params *p, double target, tsim_gen_calibra
     out->hot_tokens = best.h;
     out->hot_fraction = (double)best.h / (double)n;
     out->achieved = best.rho;
+    out->trial_records = ((int64_t)p->microbatches + stride - 1) / stride * p->layers;
     tsim_gen_close(g);
     return TSIM_OK;
+}
+
+int tsim_gen_calibrate(const tsim_gen_params *p, double target, tsim_gen_calibration *out,
+                       tsim_gen_progress_fn progress, void *ctx, tsim_error *err)
+{
+    return calibrate_every(p, target, 1, out, progress, ctx, err);
+}
+
+int tsim_gen_calibrate_sampled(const tsim_gen_params *p, double target, tsim_gen_calibration *out,
+                               tsim_gen_progress_fn progress, void *ctx, tsim_error *err)
+{
+    /* the trials' records are the whole trace's: streams are seeded per
+     * record index, and the popularity walks through every microbatch */
+    const bool sample = p->version == TSIM_GEN_VERSION_BLOCKS &&
+                        p->microbatches >= TSIM_GEN_SAMPLE_STRIDE * TSIM_GEN_SAMPLE_MIN;
+    return calibrate_every(p, target, sample ? TSIM_GEN_SAMPLE_STRIDE : 1, out, progress, ctx, err);
 }
 
 cJSON *tsim_gen_meta(const tsim_gen_params *p, const tsim_gen_calibration *cal, double achieved)
@@ -1138,6 +1173,9 @@ cJSON *tsim_gen_meta(const tsim_gen_params *p, const tsim_gen_calibration *cal, 
         ok = cJSON_AddNumberToObject(gen, "imbalance_target", cal->target) &&
              cJSON_AddNumberToObject(gen, "imbalance_base", cal->base) &&
              cJSON_AddNumberToObject(gen, "calibration_trials", cal->trials);
+    /* absent when the trials ran over the whole trace, so older traces keep their bytes */
+    if (ok && cal && cal->trial_records > 0 && cal->trial_records < tsim_gen_record_count(p))
+        ok = cJSON_AddNumberToObject(gen, "calibration_records", (double)cal->trial_records) != NULL;
     if (!ok) {
         cJSON_Delete(meta);
         return NULL;

@@ -150,7 +150,8 @@ typedef struct {
     int64_t hot_tokens;   /* H per record */
     double achieved;      /* mean initial imbalance of the trace made with f */
     double base;          /* mean initial imbalance with f = 0 */
-    int trials;           /* full-trace evaluations made */
+    int trials;           /* evaluations made */
+    int64_t trial_records; /* records each evaluation ran over: the whole trace, or a sample */
 } tsim_gen_calibration;
 
 /* Finds f so that the mean initial imbalance over the full trace is within
@@ -161,6 +162,18 @@ typedef struct {
  * adjacent hot-token counts too far apart (too few tokens). */
 int tsim_gen_calibrate(const tsim_gen_params *p, double target, tsim_gen_calibration *out,
                        tsim_gen_progress_fn progress, void *ctx, tsim_error *err);
+
+/* Version 3: the same search over every TSIM_GEN_SAMPLE_STRIDE-th
+ * microbatch (when that leaves at least TSIM_GEN_SAMPLE_MIN of them; else,
+ * and for versions 1 and 2, whose traces keep their bytes, over the whole
+ * trace). The others are skipped but for their popularity, so the sample
+ * spans the trace's drift. The result is a guess for the whole trace: the
+ * caller measures the whole trace at that f and calibrates in full when it
+ * misses the tolerance. */
+#define TSIM_GEN_SAMPLE_STRIDE 8
+#define TSIM_GEN_SAMPLE_MIN 25
+int tsim_gen_calibrate_sampled(const tsim_gen_params *p, double target, tsim_gen_calibration *out,
+                               tsim_gen_progress_fn progress, void *ctx, tsim_error *err);
 
 /* The trace's meta object: {"source": "synthetic", "generator": {name,
  * version, every parameter, f, and the calibration when cal is not NULL}}.

@@ -1,0 +1,1 @@
+$TAOTSIM gen -o $TMP/a.jsonl --ep 8 --experts 32 --tokens 64 --microbatches 200 --layers 1 --drift 1 --generator 3 --seed 1 --progress 2>&1 | sed "s|, [0-9.]* s\$||; s| [0-9.]*s\$||; s|$TMP/||"; head -1 $TMP/a.jsonl | tr ',' '\n' | grep -E 'calibration|imbalance'; ls $TMP
