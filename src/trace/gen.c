@@ -497,8 +497,11 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
             s->got = malloc(sizeof *s->got * (size_t)E);
             stamps = s->room && s->got && tsim_counts_sampler_init(&s->counts, E) == 0;
             if (stamps && p->version == TSIM_GEN_VERSION_BLOCKS) {
-                s->grid_u = malloc(sizeof *s->grid_u * (size_t)GRID_ROWS * (size_t)E);
-                s->grid = malloc(sizeof *s->grid * (size_t)GRID_ROWS * (size_t)E);
+                /* rows for the ranks this thread samples, at most GRID_ROWS */
+                const int share = (p->ep + g->threads - 1) / g->threads;
+                const size_t rows = (size_t)(share < GRID_ROWS ? share : GRID_ROWS);
+                s->grid_u = malloc(sizeof *s->grid_u * rows * (size_t)E);
+                s->grid = malloc(sizeof *s->grid * rows * (size_t)E);
                 stamps = s->grid_u && s->grid;
             }
         }
