@@ -77,67 +77,66 @@ static void *interrupt_then_write(void *arg)
     return NULL;
 }
 
-static void start(pthread_t *t, interrupter *x, int fd, const char *data, size_t piece, bool close_after)
+/* A pipe with a thread signalling the reader and writing `data` into it. */
+typedef struct {
+    int p[2];
+    pthread_t t;
+    interrupter x;
+} feeder;
+
+static void feed(feeder *f, const char *data, size_t piece, bool close_after)
 {
-    *x = (interrupter){pthread_self(), fd, data, strlen(data), piece, close_after};
-    cr_assert_eq(pthread_create(t, NULL, interrupt_then_write, x), 0);
+    install_handler();
+    cr_assert_eq(pipe(f->p), 0);
+    f->x = (interrupter){pthread_self(), f->p[1], data, strlen(data), piece, close_after};
+    cr_assert_eq(pthread_create(&f->t, NULL, interrupt_then_write, &f->x), 0);
+}
+
+static void feed_done(feeder *f)
+{
+    pthread_join(f->t, NULL);
+    close(f->p[0]);
+    if (!f->x.close_after)
+        close(f->p[1]);
 }
 
 Test(fdio, plain_read_fails_with_eintr_here)
 {
     /* The control: the same arrangement interrupts a bare read(2). */
-    install_handler();
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    pthread_t t;
-    interrupter x;
-    start(&t, &x, p[1], "hello", 5, false);
+    feeder f;
+    feed(&f, "hello", 5, false);
     char buf[16];
-    ssize_t n = read(p[0], buf, sizeof buf);
+    ssize_t n = read(f.p[0], buf, sizeof buf);
     int e = errno;
-    pthread_join(t, NULL);
+    feed_done(&f);
     cr_assert_eq(n, -1, "read(2) was not interrupted (returned %zd)", n);
     cr_assert_eq(e, EINTR);
-    close(p[0]);
-    close(p[1]);
 }
 
 Test(fdio, read_some_returns_the_data_not_eintr)
 {
-    install_handler();
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    pthread_t t;
-    interrupter x;
-    start(&t, &x, p[1], "hello", 5, false);
+    feeder f;
+    feed(&f, "hello", 5, false);
     char buf[16];
-    ssize_t n = tsim_read_some(p[0], buf, sizeof buf);
-    pthread_join(t, NULL);
+    ssize_t n = tsim_read_some(f.p[0], buf, sizeof buf);
+    feed_done(&f);
     cr_assert_eq(n, 5);
     cr_assert_eq(memcmp(buf, "hello", 5), 0);
     cr_assert_geq(atomic_load(&signals_caught), 20, "the read was never interrupted");
-    close(p[0]);
-    close(p[1]);
 }
 
 Test(fdio, read_full_gathers_pieces_across_signals)
 {
-    install_handler();
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    pthread_t t;
-    interrupter x;
     const char *text = "the quick brown fox jumps over the lazy dog";
-    start(&t, &x, p[1], text, 4, false);
+    feeder f;
+    feed(&f, text, 4, false);
     char buf[64] = {0};
     size_t want = strlen(text);
-    size_t n = tsim_read_full(p[0], buf, want);
-    pthread_join(t, NULL);
+    size_t n = tsim_read_full(f.p[0], buf, want);
+    feed_done(&f);
     cr_assert_eq(n, want);
     cr_assert_str_eq(buf, text);
     cr_assert_gt(atomic_load(&signals_caught), 20);
-    close(p[0]);
-    close(p[1]);
 }
 
 Test(fdio, short_read_and_end_of_file)
@@ -167,21 +166,16 @@ Test(fdio, short_read_and_end_of_file)
 
 Test(fdio, read_full_across_writes_then_eof)
 {
-    install_handler();
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    pthread_t t;
-    interrupter x;
-    start(&t, &x, p[1], "0123456789", 3, true);
+    feeder f;
+    feed(&f, "0123456789", 3, true);
     char buf[32];
     errno = EINVAL;
-    size_t n = tsim_read_full(p[0], buf, sizeof buf);
+    size_t n = tsim_read_full(f.p[0], buf, sizeof buf);
     int e = errno;
-    pthread_join(t, NULL);
+    feed_done(&f);
     cr_assert_eq(n, 10);
     cr_assert_eq(e, 0, "errno %d at end of file", e);
     cr_assert_eq(memcmp(buf, "0123456789", 10), 0);
-    close(p[0]);
 }
 
 Test(fdio, bad_descriptor)
