@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "crc32_fast.h"
+#include "fdio.h"
 
 #define INITIAL_CAP ((size_t)256 << 10)
 #define IN_CAP ((size_t)128 << 10)
@@ -82,22 +83,12 @@ int tsim_gzline_open(tsim_gzline *s, const char *path, bool gz, size_t max_line,
     return TSIM_OK;
 }
 
-/* read(2), again when a signal interrupts it before any byte. */
-static ssize_t read_some(int fd, void *buf, size_t n)
-{
-    ssize_t k;
-    do
-        k = read(fd, buf, n);
-    while (k < 0 && errno == EINTR);
-    return k;
-}
-
 /* Refills the compressed input buffer when it is empty. */
 static int read_compressed(tsim_gzline *s, z_stream *zs, tsim_error *err)
 {
     if (zs->avail_in > 0 || s->in_eof)
         return TSIM_OK;
-    ssize_t n = read_some(s->fd, s->in, IN_CAP);
+    ssize_t n = tsim_read_some(s->fd, s->in, IN_CAP);
     if (n < 0)
         return fail(s, s->line + 1, err, "read error", strerror(errno));
     if (n == 0)
@@ -119,14 +110,14 @@ static int align_input(tsim_gzline *s, z_stream *zs, tsim_error *err)
     size_t have = zs->avail_in;
     memmove(s->in, zs->next_in, have);
     zs->next_in = s->in;
-    while (!s->in_eof && have < IN_CAP) {
-        ssize_t n = read_some(s->fd, s->in + have, IN_CAP - have);
-        if (n < 0)
+    if (!s->in_eof && have < IN_CAP) {
+        size_t n = tsim_read_full(s->fd, s->in + have, IN_CAP - have);
+        have += n;
+        s->in_read += (int64_t)n;
+        if (have < IN_CAP && errno)
             return fail(s, s->line + 1, err, "read error", strerror(errno));
-        if (n == 0)
+        if (have < IN_CAP)
             s->in_eof = true;
-        have += (size_t)n;
-        s->in_read += n;
     }
     zs->avail_in = (uInt)have;
     return TSIM_OK;
@@ -214,7 +205,7 @@ static int fill(tsim_gzline *s, tsim_error *err)
         room = (size_t)INT_MAX;
     if (s->gz)
         return s->mactive ? fill_members(s, room, err) : fill_gzip(s, room, err);
-    ssize_t n = read_some(s->fd, s->buf + s->end, room);
+    ssize_t n = tsim_read_some(s->fd, s->buf + s->end, room);
     if (n < 0)
         return fail(s, s->line + 1, err, "read error", strerror(errno));
     if (n == 0)
@@ -395,21 +386,6 @@ static uint32_t le32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Reads exactly n bytes at off; false on a short read or an error. */
-static bool read_at(int fd, void *buf, size_t n, int64_t off)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = pread(fd, (char *)buf + got, n - got, (off_t)(off + (int64_t)got));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return false;
-        got += (size_t)k;
-    }
-    return true;
-}
-
 /* The total length of the member at off if its header is exactly taotsim's
  * (FEXTRA with the one subfield, nothing else optional), else 0; *eof tells
  * whether the file ends at off. */
@@ -418,7 +394,7 @@ static size_t member_length(int fd, int64_t off, bool *eof)
     unsigned char h[TSIM_GZ_MEMBER_HEADER];
     unsigned char one;
     *eof = pread(fd, &one, 1, (off_t)off) == 0;
-    if (*eof || !read_at(fd, h, sizeof h, off))
+    if (*eof || tsim_pread_full(fd, h, sizeof h, off) != sizeof h)
         return 0;
     if (h[0] != 0x1f || h[1] != 0x8b || h[2] != 8 || h[3] != 4 || h[10] != 8 || h[11] != 0 ||
         h[12] != TSIM_GZ_SUBFIELD_ID1 || h[13] != TSIM_GZ_SUBFIELD_ID2 || h[14] != 4 || h[15] != 0)
@@ -491,7 +467,7 @@ static void top_up(tsim_gzline *s, struct tsim_gzmembers *ms)
                 m->zcap = len;
             }
         }
-        if (!len || len > m->zcap || !read_at(s->fd, m->z, len, ms->next_off)) {
+        if (!len || len > m->zcap || tsim_pread_full(s->fd, m->z, len, ms->next_off) != len) {
             ms->queue_end = true; /* the one-thread path takes it from here */
             break;
         }

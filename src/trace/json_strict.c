@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
+
 #define BAD ((size_t)-1)
 
 typedef struct {
@@ -399,9 +401,7 @@ static int read_bounded(int fd, size_t max, size_t size_hint, char **buf, size_t
             b = g;
             cap = grown;
         }
-        ssize_t got = read(fd, b + n, cap - n - 1);
-        if (got < 0 && errno == EINTR)
-            continue;
+        ssize_t got = tsim_read_some(fd, b + n, cap - n - 1);
         if (got < 0) {
             int e = errno;
             free(b);

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "topology.h"
 #include "trace_internal.h"
 
@@ -70,20 +71,6 @@ int tsim_dense_open_file(const tsim_reader *r, int *fd, int64_t *size, tsim_erro
     }
     *size = (int64_t)st.st_size;
     return TSIM_OK;
-}
-
-int tsim_read_at(int fd, void *buf, size_t n, int64_t at)
-{
-    size_t have = 0;
-    while (have < n) {
-        ssize_t got = pread(fd, (char *)buf + have, n - have, (off_t)at + (off_t)have);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return -1;
-        have += (size_t)got;
-    }
-    return 0;
 }
 
 cJSON *tsim_dense_meta(const tsim_reader *r, const char *source)
@@ -267,23 +254,17 @@ static const unsigned char *record_bytes(tsim_reader *r, dense *d, int64_t k, ts
 {
     if (k < d->buf_first || k >= d->buf_first + d->buf_count) {
         int64_t count = d->nrecords - k < d->chunk_records ? d->nrecords - k : d->chunk_records;
-        size_t want = (size_t)count * d->rec_bytes, got = 0;
+        size_t want = (size_t)count * d->rec_bytes;
         off_t at = (off_t)(d->spec.data_offset + k * (int64_t)d->rec_bytes);
-        while (got < want) {
-            ssize_t n = pread(d->fd, d->buf + got, want - got, at + (off_t)got);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0) {
+        size_t got = tsim_pread_full(d->fd, d->buf, want, (int64_t)at);
+        if (got < want) {
+            if (errno)
                 tsim_error_set(err, TSIM_E_INPUT, "%s: read error at byte %lld: %s", r->path,
                                (long long)(at + (off_t)got), strerror(errno));
-                return NULL;
-            }
-            if (n == 0) {
+            else
                 tsim_error_set(err, TSIM_E_INPUT, "%s: the file ended at byte %lld while being read (was it cut short?)",
                                r->path, (long long)(at + (off_t)got));
-                return NULL;
-            }
-            got += (size_t)n;
+            return NULL;
         }
         d->buf_first = k;
         d->buf_count = count;

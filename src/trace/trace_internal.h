@@ -209,8 +209,6 @@ bool tsim_dtype_from_name(const char *name, bool npy, tsim_dtype *out);
 int tsim_dense_too_many_dims(const tsim_reader *r, const char *what, int ndim, tsim_error *err);
 /* Opens r->path for reading: a regular file, its descriptor and size. */
 int tsim_dense_open_file(const tsim_reader *r, int *fd, int64_t *size, tsim_error *err);
-/* Reads exactly n bytes at offset at: 0, or -1 on an error or the end of the file. */
-int tsim_read_at(int fd, void *buf, size_t n, int64_t at);
 /* A trace meta object {"source": source, "file": the path's base name}, or NULL. */
 cJSON *tsim_dense_meta(const tsim_reader *r, const char *source);
 /* tsim_dense_open, then meta becomes the trace's meta. fd and meta belong to

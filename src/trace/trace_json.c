@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "json_strict.h"
 #include "topology.h"
 #include "trace_internal.h"
@@ -691,9 +692,7 @@ static int read_whole(tsim_reader *r, tsim_error *err)
             buf = p;
             cap = grown;
         }
-        ssize_t n = read(fd, buf + len, cap - len - 1);
-        if (n < 0 && errno == EINTR)
-            continue;
+        ssize_t n = tsim_read_some(fd, buf + len, cap - len - 1);
         if (n < 0) {
             int e = errno;
             free(buf);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "topology.h"
 #include "trace_internal.h"
 
@@ -296,7 +297,7 @@ int tsim_npy_read_header(const char *path, int fd, int64_t base, int64_t size, t
     if (!text)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory");
     hdr_parser h = {path, text, hlen, 0, pre_len, err};
-    if (tsim_read_at(fd, text, hlen, base + (int64_t)pre_len))
+    if (tsim_pread_full(fd, text, hlen, base + (int64_t)pre_len) != hlen)
         rc = tsim_error_set(err, TSIM_E_INPUT, "%s: read error in the .npy header", path);
     else
         rc = parse_dict(&h, major, nh);

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "topology.h"
 #include "torch_pt.h"
 
@@ -103,34 +104,16 @@ int tsim_dir_list(const char *dir, const char *suffix, char ***paths, size_t *n,
 
 int tsim_pwrite_all(int fd, const void *buf, size_t n, int64_t off, tsim_error *err)
 {
-    const unsigned char *p = buf;
-    while (n > 0) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return tsim_error_set(err, TSIM_E_INTERNAL, "temporary file: write error: %s", strerror(errno));
-        p += w;
-        n -= (size_t)w;
-        off += w;
-    }
+    if (tsim_pwrite_full(fd, buf, n, off) < n)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "temporary file: write error: %s", strerror(errno));
     return TSIM_OK;
 }
 
 int tsim_pread_all(int fd, void *buf, size_t n, int64_t off, tsim_error *err)
 {
-    unsigned char *p = buf;
-    while (n > 0) {
-        ssize_t g = pread(fd, p, n, (off_t)off);
-        if (g < 0 && errno == EINTR)
-            continue;
-        if (g <= 0)
-            return tsim_error_set(err, TSIM_E_INTERNAL, "temporary file: read error: %s",
-                                  g < 0 ? strerror(errno) : "end of file");
-        p += g;
-        n -= (size_t)g;
-        off += g;
-    }
+    if (tsim_pread_full(fd, buf, n, off) < n)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "temporary file: read error: %s",
+                              errno ? strerror(errno) : "end of file");
     return TSIM_OK;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "json_strict.h"
 #include "trace_internal.h"
 
@@ -206,7 +207,7 @@ static int check_unique_names(const tsim_reader *r, const cJSON *root, tsim_erro
 static int read_header(const tsim_reader *r, int fd, int64_t size, cJSON **root, uint64_t *hlen, tsim_error *err)
 {
     unsigned char lenbuf[8];
-    if (size < 8 || tsim_read_at(fd, lenbuf, 8, 0))
+    if (size < 8 || tsim_pread_full(fd, lenbuf, 8, 0) != 8)
         return tsim_error_set(err, TSIM_E_INPUT,
                               "%s: truncated safetensors file: %lld bytes, too short for the 8-byte header length",
                               r->path, (long long)size);
@@ -225,7 +226,7 @@ static int read_header(const tsim_reader *r, int fd, int64_t size, cJSON **root,
     char *text = malloc(n + 1);
     if (!text)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for a %llu-byte header", (unsigned long long)n);
-    if (tsim_read_at(fd, text, n, 8)) {
+    if (tsim_pread_full(fd, text, n, 8) != n) {
         free(text);
         return tsim_error_set(err, TSIM_E_INPUT, "%s: read error in the safetensors header", r->path);
     }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "json_strict.h"
 #include "topology.h"
 #include "trace_internal.h"
@@ -398,7 +399,7 @@ static int trtllm_next(tsim_reader *r, tsim_raw_record *raw, tsim_error *err)
             const size_t at = (size_t)k * (size_t)t->K + (size_t)i;
             const tsim_dtype dt = t->dts[at];
             const size_t n = (size_t)t->E * (size_t)tsim_dtype_size(dt);
-            if (tsim_read_at(t->fds[k], t->buf, n, t->offs[at]))
+            if (tsim_pread_full(t->fds[k], t->buf, n, t->offs[at]) != n)
                 return tsim_error_set(err, TSIM_E_INPUT, "%s: read error at byte %lld (was the file cut short?)",
                                       t->paths[k], (long long)t->offs[at]);
             t->bytes_read += (int64_t)n;

@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "crc32_fast.h"
+#include "fdio.h"
 #include "gzline.h"
 #include "outfile.h"
 #include "topology.h"
@@ -553,16 +554,8 @@ int tsim_writer_open_body(tsim_writer **out, const char *path, int ep, int exper
 
 static int write_all(int fd, const char *data, size_t n, const char *path, tsim_error *err)
 {
-    while (n > 0) {
-        ssize_t m = write(fd, data, n);
-        if (m < 0) {
-            if (errno == EINTR)
-                continue;
-            return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed: %s", path, strerror(errno));
-        }
-        data += m;
-        n -= (size_t)m;
-    }
+    if (tsim_write_full(fd, data, n) < n)
+        return tsim_error_set(err, TSIM_E_INPUT, "%s: write failed: %s", path, strerror(errno));
     return TSIM_OK;
 }
 
@@ -578,9 +571,7 @@ static int copy_scratch(int from, int to, const char *path, tsim_error *err)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory while writing %s", path);
     int rc = TSIM_OK;
     for (;;) {
-        ssize_t n = read(from, buf, COPY_BUF);
-        if (n < 0 && errno == EINTR)
-            continue;
+        ssize_t n = tsim_read_some(from, buf, COPY_BUF);
         if (n < 0)
             rc = tsim_error_set(err, TSIM_E_INPUT, "%s: cannot reread the records: %s", path, strerror(errno));
         if (n <= 0)

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "crc32_fast.h"
+#include "fdio.h"
 
 struct tsim_zip {
     zip_t *za;
@@ -238,16 +239,10 @@ typedef struct {
 static int to_fd(void *ctx, const unsigned char *p, size_t n, tsim_error *err)
 {
     fd_sink *s = ctx;
-    while (n > 0) {
-        ssize_t w = write(s->fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return tsim_error_set(err, TSIM_E_INTERNAL, "temporary file: write error: %s", strerror(errno));
-        p += w;
-        n -= (size_t)w;
-        s->written += w;
-    }
+    size_t w = tsim_write_full(s->fd, p, n);
+    s->written += (int64_t)w;
+    if (w < n)
+        return tsim_error_set(err, TSIM_E_INTERNAL, "temporary file: write error: %s", strerror(errno));
     return TSIM_OK;
 }
 
