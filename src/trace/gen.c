@@ -71,7 +71,7 @@
 #include "gen_counts.h"
 #include "topology.h"
 
-enum { STREAM_POPULARITY = 1, STREAM_HOT = 2, STREAM_BASE = 3, STREAM_POISSON = 4 };
+enum { STREAM_POPULARITY = 1, STREAM_HOT = 2, STREAM_BASE = 3, STREAM_POISSON = 4, STREAM_KINDS };
 
 /* Consecutive rejected alias draws before the exact scan takes over. */
 #define MAX_REJECTIONS 64
@@ -323,6 +323,7 @@ struct tsim_gen {
     tsim_record rec;
     int64_t hot_total;  /* H */
     int64_t next;       /* index of the next record */
+    uint64_t key[STREAM_KINDS]; /* versions 2 and 3: the current record's record_key per stream kind */
 };
 
 static uint64_t mix64(uint64_t z)
@@ -330,13 +331,23 @@ static uint64_t mix64(uint64_t z)
     return tsim_splitmix64(&z);
 }
 
-/* A stream's 64-bit seed: (seed, kind, record, rank) hashed. */
-static uint64_t stream_seed64(uint64_t seed, int kind, int64_t record, int rank)
+/* A stream's 64-bit seed: (seed, kind, record, rank) hashed, in two steps
+ * so that a record's streams can share the first. */
+static uint64_t record_key(uint64_t seed, int kind, int64_t record)
 {
     uint64_t h = mix64(seed);
     h = mix64(h ^ (uint64_t)kind);
-    h = mix64(h ^ (uint64_t)record);
-    return mix64(h ^ (uint64_t)(uint32_t)rank);
+    return mix64(h ^ (uint64_t)record);
+}
+
+static uint64_t rank_seed(uint64_t key, int rank)
+{
+    return mix64(key ^ (uint64_t)(uint32_t)rank);
+}
+
+static uint64_t stream_seed64(uint64_t seed, int kind, int64_t record, int rank)
+{
+    return rank_seed(record_key(seed, kind, record), rank);
 }
 
 /* mt19937 takes 32 bits of seed: the low half of the hash. */
@@ -737,7 +748,7 @@ static void picks_over_p(const tsim_gen *g, sampler *s, int64_t n, int64_t room_
  * most B per expert. Pooling the two parts' picks over p would be one
  * multinomial less but would let hot tokens' other picks land on the hot
  * experts they took (2 points more imbalance at EP32, f = 0.05). */
-static void count_rank(const tsim_gen *g, sampler *s, int rank, int64_t record, const int64_t *ready)
+static void count_rank(const tsim_gen *g, sampler *s, int rank, const int64_t *ready)
 {
     const tsim_gen_params *p = &g->p;
     const int E = p->experts, k = p->topk, m = g->hot.n;
@@ -746,7 +757,7 @@ static void count_rank(const tsim_gen *g, sampler *s, int rank, int64_t record, 
     const int64_t hot = g->hot_total / p->ep + (rank < g->hot_total % p->ep ? 1 : 0);
     const int64_t base = p->tokens - hot;
     if (hot > 0) {
-        tsim_counts_seed(s->counts, stream_seed64(p->seed, STREAM_HOT, record, rank));
+        tsim_counts_seed(s->counts, rank_seed(g->key[STREAM_HOT], rank));
         if (m > k || (m == k && !g->hot_factor)) {
             for (int i = 0; i < m; i++)
                 s->room[i] = hot;
@@ -770,7 +781,7 @@ static void count_rank(const tsim_gen *g, sampler *s, int rank, int64_t record, 
                 row[e] += s->got[e];
         }
     }
-    tsim_counts_seed(s->counts, stream_seed64(p->seed, STREAM_BASE, record, rank));
+    tsim_counts_seed(s->counts, rank_seed(g->key[STREAM_BASE], rank));
     for (int e = 0; e < E; e++)
         s->room[e] = base;
     picks_over_p(g, s, base * k, base, ready);
@@ -782,7 +793,7 @@ static void count_rank(const tsim_gen *g, sampler *s, int rank, int64_t record, 
  * drawn expert by expert (one table in cache for all rows; rank by rank,
  * every row would walk all E tables, which do not fit in L1), each from its
  * own stream, then each rank counted as usual. */
-static void count_share_grid(const tsim_gen *g, sampler *s, int id, int64_t record)
+static void count_share_grid(const tsim_gen *g, sampler *s, int id)
 {
     const int E = g->p.experts;
     int ranks[GRID_ROWS];
@@ -791,11 +802,11 @@ static void count_share_grid(const tsim_gen *g, sampler *s, int id, int64_t reco
         for (; rows < GRID_ROWS && r < g->p.ep; r += g->threads)
             ranks[rows++] = r;
         for (int i = 0; i < rows; i++)
-            tsim_counts_uniforms(stream_seed64(g->p.seed, STREAM_POISSON, record, ranks[i]), E,
+            tsim_counts_uniforms(rank_seed(g->key[STREAM_POISSON], ranks[i]), E,
                                  s->grid_u + (size_t)i * (size_t)E);
         tsim_counts_poisson_grid(&g->poisson, rows, s->grid_u, s->grid);
         for (int i = 0; i < rows; i++)
-            count_rank(g, s, ranks[i], record, s->grid + (size_t)i * (size_t)E);
+            count_rank(g, s, ranks[i], s->grid + (size_t)i * (size_t)E);
     }
 }
 
@@ -807,11 +818,11 @@ static void sample_share(const tsim_gen *g, int id, int64_t record)
 {
     sampler *s = &g->samplers[id];
     if (g->p.version == TSIM_GEN_VERSION_BLOCKS && g->poisson_min > 0)
-        count_share_grid(g, s, id, record);
+        count_share_grid(g, s, id);
     else
         for (int r = id; r < g->p.ep; r += g->threads) {
             if (TSIM_GEN_DRAWS_COUNTS(g->p.version))
-                count_rank(g, s, r, record, NULL);
+                count_rank(g, s, r, NULL);
             else
                 sample_rank(g, s, r, record);
         }
@@ -921,6 +932,8 @@ int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
     if (TSIM_GEN_DRAWS_COUNTS(g->p.version)) {
         for (int i = 0; i < g->hot.n; i++)
             g->hot_w[i] = hot_weights[g->hot_experts[i]];
+        for (int kind = STREAM_HOT; kind < STREAM_KINDS; kind++)
+            g->key[kind] = record_key(g->p.seed, kind, index);
         if (g->p.version == TSIM_GEN_VERSION_BLOCKS)
             poisson_tables(g);
     } else {
