@@ -622,19 +622,31 @@ static int64_t poisson_tail(const tsim_counts_poisson_tables *t, int e, double u
     }
 }
 
+/* One table's fields, read once per table (the int64 stores of the draws
+ * could alias t->lo[], which the compiler would otherwise reload per draw). */
+typedef struct {
+    const double *cdf;
+    const int32_t *guide;
+    int32_t len;
+    int64_t lo;
+} poisson_view;
+
+static inline poisson_view view_of(const tsim_counts_poisson_tables *t, int e)
+{
+    return (poisson_view){t->cdf + t->off[e], t->guide + t->off[e], t->len[e], t->lo[e]};
+}
+
 /* One draw from table e for the uniform u: the guide's start, two steps
  * without branches (the answer is nearly always within them), then a loop
  * for the rare longer walk; the sentinel past the end stops all three. */
-static inline int64_t poisson_draw(const tsim_counts_poisson_tables *t, int e, double u)
+static inline int64_t poisson_draw(const tsim_counts_poisson_tables *t, int e, poisson_view v, double u)
 {
-    const int32_t len = t->len[e];
-    const double *cdf = t->cdf + t->off[e];
-    int32_t j = t->guide[t->off[e] + (int32_t)(u * (double)len)];
-    j += cdf[j] <= u;
-    j += cdf[j] <= u;
-    while (cdf[j] <= u)
+    int32_t j = v.guide[(int32_t)(u * (double)v.len)];
+    j += v.cdf[j] <= u;
+    j += v.cdf[j] <= u;
+    while (v.cdf[j] <= u)
         j++;
-    return j < len ? t->lo[e] + j : poisson_tail(t, e, u);
+    return j < v.len ? v.lo + j : poisson_tail(t, e, u);
 }
 
 static inline double to_uniform(uint64_t x)
@@ -652,7 +664,7 @@ int64_t tsim_counts_poisson_row(tsim_counts_sampler *s, const tsim_counts_poisso
         const int m = t->n - from < BLOCK / 2 ? t->n - from : BLOCK / 2;
         fill_wide(s, (m + LANES - 1) / LANES * LANES);
         for (int i = 0; i < m; i++) {
-            const int64_t x = poisson_draw(t, from + i, to_uniform(s->wide[i]));
+            const int64_t x = poisson_draw(t, from + i, view_of(t, from + i), to_uniform(s->wide[i]));
             got[from + i] = x;
             sum += x;
             most = x > most ? x : most;
@@ -680,7 +692,9 @@ void tsim_counts_uniforms(uint64_t seed, int n, double *u)
 void tsim_counts_poisson_grid(const tsim_counts_poisson_tables *t, int rows, const double *u, int64_t *out)
 {
     const size_t n = (size_t)t->n;
-    for (int e = 0; e < t->n; e++)
+    for (int e = 0; e < t->n; e++) {
+        const poisson_view v = view_of(t, e);
         for (int r = 0; r < rows; r++)
-            out[(size_t)r * n + (size_t)e] = poisson_draw(t, e, u[(size_t)r * n + (size_t)e]);
+            out[(size_t)r * n + (size_t)e] = poisson_draw(t, e, v, u[(size_t)r * n + (size_t)e]);
+    }
 }
