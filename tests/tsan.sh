@@ -35,6 +35,10 @@ run "replay .jsonl.gz -j 3" replay "$tmp/t.jsonl.gz" -j 3 --planners taot,llep
 "$bin" gen -o "$tmp/m.jsonl.gz" --ep 8 --experts 32 --topk 4 --tokens 64 --microbatches 2000 --layers 4 \
     --hot-fraction 0.1 --gzip-level 1 --generator 2 2>/dev/null
 run "replay blocked .jsonl.gz -j 4 (members inflated in parallel)" replay "$tmp/m.jsonl.gz" -j 4 --planners none,echo
+# generator version 3 on 4 threads: the Poisson tables the record's thread
+# builds, read by the others; calibrated on a sample, then written in one pass
+run "gen --generator 3 -j 4" gen -j 4 --generator 3 -o "$tmp/g3.jsonl" --ep 32 --tokens 256 --microbatches 200 \
+    --layers 2
 "$bin" index --every 64 "$tmp/t.jsonl" >/dev/null
 run "indexed shard -j 4" replay "$tmp/t.jsonl" -j 4 --planners none,echo --shard 2/5 -o "$tmp/p.json"
-echo "tsan: every study and replay ran at -j 3-4 without a data race"
+echo "tsan: every study, replay and gen ran at -j 3-4 without a data race"

@@ -129,6 +129,18 @@ done
 head -c 2000 "${first:-/dev/null}" >"$scratch/cut.jsonl.gz"
 run 2 "replay a truncated .gz" replay "$scratch/cut.jsonl.gz" --planners none
 run 2 "gen -o /dev/full" gen --microbatches 2 -o /dev/full
+# generator version 3 on 2 threads, calibrated on a sample and written in
+# one pass (a scratch file copied after the header); and the one-pass
+# writer on a filling disk
+run 0 "gen --generator 3 -j 2" gen -j 2 --generator 3 -o "$scratch/g3.jsonl" --ep 16 --tokens 256 \
+    --microbatches 200 --layers 1
+(
+    trap '' XFSZ
+    ulimit -f 64
+    run 2 "gen --generator 3 on a filling disk" gen --generator 3 -o "$scratch/g3big.jsonl" --ep 16 \
+        --tokens 256 --microbatches 200 --layers 1 --hot-fraction 0.05
+    exit "$fail"
+) || fail=$((fail + 1))
 
 echo "valgrind: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
