@@ -39,13 +39,6 @@ static void num(char *buf, double v, int dec)
     tsim_fmt_num(buf, CELL, v, dec);
 }
 
-static void signed_num(char *buf, double v, int dec)
-{
-    char t[32];
-    tsim_fmt_num(t, sizeof t, v, dec);
-    snprintf(buf, CELL, "%s%s", (v > 0 && strspn(t, "0.") != strlen(t)) ? "+" : "", t);
-}
-
 /* When A is cheaper than B, in words, for physical lambda (>= 1: across nodes
  * never costs less than within). */
 static void cheaper_when(char *buf, const cJSON *lambda_star, const char *when)
@@ -60,14 +53,6 @@ static void cheaper_when(char *buf, const cJSON *lambda_star, const char *when)
         snprintf(buf, CELL, "%s", below ? "never (λ ≥ 1)" : "always (λ ≥ 1)");
     else
         snprintf(buf, CELL, "λ %s %.2f", below ? "<" : ">", ls);
-}
-
-static int add_row(tsim_table *t, char (*c)[CELL], int n)
-{
-    const char *cells[32];
-    for (int i = 0; i < n; i++)
-        cells[i] = c[i];
-    return tsim_table_add_row(t, cells);
 }
 
 /* Whether some row that ran has metric m. Rehomed columns appear only when
@@ -299,14 +284,14 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
                 ours(c[4 + 3 * q], &r->metrics[metric[q]], 1.0, dec, show_std);
                 if (have) {
                     num(c[5 + 3 * q], paper[q], q == 0 ? 1 : 0);
-                    signed_num(c[6 + 3 * q], r->metrics[metric[q]].mean - paper[q], 1);
+                    tsim_fmt_signed_num(c[6 + 3 * q], CELL, r->metrics[metric[q]].mean - paper[q], 1);
                 } else {
                     snprintf(c[5 + 3 * q], CELL, "-");
                     snprintf(c[6 + 3 * q], CELL, "-");
                 }
             }
         }
-        add_row(&t, c, ncols);
+        tsim_table_add_row_cells(&t, c[0], CELL);
     }
     print_section(out, &t,
                   "# Table 1: ours vs the paper (improvement pp / weighted / intra / inter, means over records)\n\n");
@@ -336,7 +321,7 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
                 snprintf(c[5], CELL, "-"); /* the paper has no such method (eplb, a relabelled planner) */
             else
                 snprintf(c[5], CELL, "none");
-            add_row(&t, c, 6);
+            tsim_table_add_row_cells(&t, c[0], CELL);
         }
         print_section(out, &t, "\n## Break-even λ* of TAOT against each baseline (weighted = intra + λ·inter)\n\n");
     }
@@ -383,7 +368,7 @@ static int print_ablation(FILE *out, const tsim_study *s)
         } else
             for (int k = 3; k <= 10; k += k == 3 ? 3 : 2)
                 snprintf(c[k], CELL, "(not in paper)");
-        add_row(&t, c, 11);
+        tsim_table_add_row_cells(&t, c[0], CELL);
     }
     const tsim_study_row *r0 = s->n ? &s->rows[0] : NULL;
     print_section(out, &t,
@@ -453,7 +438,7 @@ static int print_sweep(FILE *out, const tsim_study *s)
             snprintf(c[0], CELL, "%s", r->planner);
             if (!r->ok) {
                 fill_cells(c, 1, nh, "n/a");
-                add_row(&t, c, nh);
+                tsim_table_add_row_cells(&t, c[0], CELL);
                 continue;
             }
             num(c[1], 100 * r->metrics[TSIM_M_RHO_AFTER].mean, 2);
@@ -471,7 +456,7 @@ static int print_sweep(FILE *out, const tsim_study *s)
                     k = -1; /* next lambda_eval: search again from the start */
                 }
             }
-            add_row(&t, c, nh);
+            tsim_table_add_row_cells(&t, c[0], CELL);
         }
         print_section(out, &t, "\n## λ_plan = %g\n\n", lps[a]);
     }
@@ -489,7 +474,7 @@ static int print_sweep(FILE *out, const tsim_study *s)
             snprintf(c[1], CELL, "%s", cJSON_GetObjectItem(j, "a")->valuestring);
             snprintf(c[2], CELL, "%s", cJSON_GetObjectItem(j, "b")->valuestring);
             break_even_cells(c[3], c[4], j);
-            add_row(&t, c, 5);
+            tsim_table_add_row_cells(&t, c[0], CELL);
         }
         print_section(out, &t, "\n## Break-even λ* per planner pair\n\n");
     }
@@ -554,7 +539,7 @@ static int print_scaling(FILE *out, const tsim_study *s)
                         snprintf(c[k++], CELL, "-");
                 }
             }
-            add_row(&t, c, nh);
+            tsim_table_add_row_cells(&t, c[0], CELL);
             rows++;
         }
         if (rows)
