@@ -175,21 +175,6 @@ static void num(char *buf, double v, int dec)
     tsim_fmt_num(buf, CELL, v, dec);
 }
 
-static void signed_num(char *buf, double v, int dec)
-{
-    char t[32];
-    tsim_fmt_num(t, sizeof t, v, dec);
-    snprintf(buf, CELL, "%s%s", (v > 0 && strspn(t, "0.") != strlen(t)) ? "+" : "", t);
-}
-
-static int add_row(tsim_table *t, char (*c)[CELL], int n)
-{
-    const char *cells[32];
-    for (int i = 0; i < n; i++)
-        cells[i] = c[i];
-    return tsim_table_add_row(t, cells);
-}
-
 static void regime_cells(char (*c)[CELL], const tsim_regime *rg)
 {
     tsim_gen_hot_ranks_format(&rg->gen, c[0], CELL);
@@ -233,7 +218,7 @@ static int print_md(FILE *out, const tsim_fit_result *r)
         num(c[6], fr->distance, 3);
         for (int p = 0; p < TSIM_FIT_PLANNERS; p++)
             num(c[7 + p], fr->planner_distance[p], 3);
-        if (add_row(&t, c, 11)) {
+        if (tsim_table_add_row_cells(&t, c[0], CELL)) {
             tsim_table_free(&t);
             return -1;
         }
@@ -268,7 +253,7 @@ static int print_md(FILE *out, const tsim_fit_result *r)
         num(c[1], fr->planner_distance[p], 3);
         snprintf(c[2], CELL, "%d", rank + 1);
         regime_cells(c + 3, &fr->regime);
-        if (add_row(&t, c, 8)) {
+        if (tsim_table_add_row_cells(&t, c[0], CELL)) {
             tsim_table_free(&t);
             return -1;
         }
@@ -299,9 +284,9 @@ static int print_md(FILE *out, const tsim_fit_result *r)
                     else
                         snprintf(c[4 + 3 * q], CELL, "n/a");
                     num(c[5 + 3 * q], e->paper[q], 1);
-                    signed_num(c[6 + 3 * q], e->resid[q], 2);
+                    tsim_fmt_signed_num(c[6 + 3 * q], CELL, e->resid[q], 2);
                 }
-                if (add_row(&t, c, 13)) {
+                if (tsim_table_add_row_cells(&t, c[0], CELL)) {
                     tsim_table_free(&t);
                     return -1;
                 }

@@ -59,6 +59,18 @@ int tsim_table_add_row(tsim_table *t, const char *const *cells)
     return 0;
 }
 
+int tsim_table_add_row_cells(tsim_table *t, const char *cells, size_t cell_size)
+{
+    const char **row = malloc(sizeof *row * (size_t)t->ncols);
+    if (!row)
+        return -1;
+    for (int c = 0; c < t->ncols; c++)
+        row[c] = cells + (size_t)c * cell_size;
+    int rc = tsim_table_add_row(t, row);
+    free(row);
+    return rc;
+}
+
 void tsim_table_free(tsim_table *t)
 {
     if (t->headers)
@@ -217,4 +229,11 @@ void tsim_fmt_num(char *buf, size_t n, double v, int decimals)
         if (strcmp(buf, "-0") == 0 || (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1)))
             memmove(buf, buf + 1, strlen(buf)); /* no "-0.00" */
     }
+}
+
+void tsim_fmt_signed_num(char *buf, size_t n, double v, int decimals)
+{
+    char t[32];
+    tsim_fmt_num(t, sizeof t, v, decimals);
+    snprintf(buf, n, "%s%s", (v > 0 && strspn(t, "0.") != strlen(t)) ? "+" : "", t);
 }

@@ -26,6 +26,8 @@ typedef struct {
 int tsim_table_init(tsim_table *t, int ncols, const char *const *headers);
 /* Appends a row of ncols cells formatted by the caller (copied). */
 int tsim_table_add_row(tsim_table *t, const char *const *cells);
+/* The same from cells held in one array char [ncols][cell_size]. */
+int tsim_table_add_row_cells(tsim_table *t, const char *cells, size_t cell_size);
 /* Cell helper: printf into a small static-free buffer the table copies. */
 void tsim_table_free(tsim_table *t);
 /* Markdown (aligned pipes) or CSV (RFC 4180 quoting). */
@@ -40,5 +42,8 @@ int tsim_json_print(FILE *out, const struct cJSON *j);
 
 /* Formats a double for tables: fixed decimals, "-" for NaN. */
 void tsim_fmt_num(char *buf, size_t n, double v, int decimals);
+/* The same with a "+" before a positive value that does not print as zero
+ * (a difference: "+0.4", "0.0", "-1.2"). */
+void tsim_fmt_signed_num(char *buf, size_t n, double v, int decimals);
 
 #endif

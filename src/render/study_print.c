@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,13 +39,6 @@ static void num(char *buf, double v, int dec)
     tsim_fmt_num(buf, CELL, v, dec);
 }
 
-static void signed_num(char *buf, double v, int dec)
-{
-    char t[32];
-    tsim_fmt_num(t, sizeof t, v, dec);
-    snprintf(buf, CELL, "%s%s", (v > 0 && strspn(t, "0.") != strlen(t)) ? "+" : "", t);
-}
-
 /* When A is cheaper than B, in words, for physical lambda (>= 1: across nodes
  * never costs less than within). */
 static void cheaper_when(char *buf, const cJSON *lambda_star, const char *when)
@@ -61,31 +55,84 @@ static void cheaper_when(char *buf, const cJSON *lambda_star, const char *when)
         snprintf(buf, CELL, "λ %s %.2f", below ? "<" : ">", ls);
 }
 
-static int add_row(tsim_table *t, char (*c)[CELL], int n)
-{
-    const char *cells[32];
-    for (int i = 0; i < n; i++)
-        cells[i] = c[i];
-    return tsim_table_add_row(t, cells);
-}
-
-/* Whether some row re-homed experts: only then do the tables get rehomed
- * columns (eplb.md 1.2), so studies without such a planner keep their bytes. */
-static bool any_rehomed(const tsim_study *s)
+/* Whether some row that ran has metric m. Rehomed columns appear only when
+ * some planner re-homed experts (eplb.md 1.2), dropped ones only with
+ * --capacity-factor, so studies without them keep their bytes. */
+static bool any_row_has(const tsim_study *s, tsim_metric_id m)
 {
     for (int i = 0; i < s->n; i++)
-        if (s->rows[i].ok && s->rows[i].metric_on[TSIM_M_REHOMED_INTRA])
+        if (s->rows[i].ok && s->rows[i].metric_on[m])
             return true;
     return false;
 }
 
-/* Whether the rows count capacity drops (--capacity-factor). */
-static bool any_dropped(const tsim_study *s)
+/* Cells from..to-1 all say `text` (the columns of a row whose planner failed). */
+static void fill_cells(char (*c)[CELL], int from, int to, const char *text)
 {
-    for (int i = 0; i < s->n; i++)
-        if (s->rows[i].ok && s->rows[i].metric_on[TSIM_M_DROPPED_AFTER])
-            return true;
-    return false;
+    for (int k = from; k < to; k++)
+        snprintf(c[k], CELL, "%s", text);
+}
+
+/* "16" and "50%": the EP and init columns of table1, its break-even table
+ * and scaling. */
+static void ep_init_cells(char *ep_cell, char *init_cell, int ep, double imbalance)
+{
+    snprintf(ep_cell, CELL, "%d", ep);
+    snprintf(init_cell, CELL, "%d%%", (int)lround(imbalance * 100));
+}
+
+/* Headers of the optional columns (rehomed, then dropped) after h[0..nh-1];
+ * returns the new count. optional_cells fills them in the same order. */
+static int optional_headers(const char **h, int nh, bool rehomed, bool dropped)
+{
+    if (rehomed) {
+        h[nh++] = "rehomed intra";
+        h[nh++] = "rehomed inter";
+    }
+    if (dropped) {
+        h[nh++] = "dropped before";
+        h[nh++] = "dropped after";
+    }
+    return nh;
+}
+
+/* The cells under optional_headers' columns from c[k]; returns the next column. */
+static int optional_cells(char (*c)[CELL], int k, const tsim_study_row *r, bool rehomed, bool dropped)
+{
+    if (rehomed) {
+        num(c[k++], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
+        num(c[k++], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);
+    }
+    if (dropped) {
+        num(c[k++], r->metrics[TSIM_M_DROPPED_BEFORE].mean, 1);
+        num(c[k++], r->metrics[TSIM_M_DROPPED_AFTER].mean, 1);
+    }
+    return k;
+}
+
+/* λ* (or "none") and when A is cheaper, from one entry of extra.break_even:
+ * the columns both break-even tables (table1, sweep) share. */
+static void break_even_cells(char *star, char *when, const cJSON *j)
+{
+    const cJSON *ls = cJSON_GetObjectItem(j, "lambda_star");
+    if (cJSON_IsNumber(ls))
+        num(star, ls->valuedouble, 2);
+    else
+        snprintf(star, CELL, "none");
+    cheaper_when(when, ls, cJSON_GetObjectItem(j, "a_cheaper_when")->valuestring);
+}
+
+/* Prints the heading (a printf format) and the table as markdown, then frees
+ * the table. */
+static void print_section(FILE *out, tsim_table *t, const char *heading, ...) __attribute__((format(printf, 3, 4)));
+static void print_section(FILE *out, tsim_table *t, const char *heading, ...)
+{
+    va_list ap;
+    va_start(ap, heading);
+    vfprintf(out, heading, ap);
+    va_end(ap);
+    tsim_table_print(t, out, TSIM_FORMAT_MD);
+    tsim_table_free(t);
 }
 
 static void print_rehomed_note(FILE *out)
@@ -198,7 +245,7 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
     const char *h[] = {"EP",    "init",  "measured init %", "method", "improve pp", "paper",
                        "Δ",     "weighted", "paper", "Δ", "intra", "paper", "Δ", "inter", "paper", "Δ",
                        "balancedness before", "balancedness after", "rehomed intra", "rehomed inter"};
-    const bool rehomed = any_rehomed(s);
+    const bool rehomed = any_row_has(s, TSIM_M_REHOMED_INTRA);
     const int ncols = rehomed ? 20 : 18;
     /* The paper measured K = 2 and λ = 3: beside any other setting its values
      * are not comparable, so they are left out (and the note says why). */
@@ -215,8 +262,7 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
     for (int i = 0; i < s->n; i++) {
         const tsim_study_row *r = &s->rows[i];
         char c[20][CELL];
-        snprintf(c[0], CELL, "%d", r->ep);
-        snprintf(c[1], CELL, "%d%%", (int)lround(r->imbalance * 100));
+        ep_init_cells(c[0], c[1], r->ep, r->imbalance);
         snprintf(c[3], CELL, "%s", r->planner);
         tsim_paper_cell pc;
         bool have = comparable && tsim_paper_table1(r->ep, r->imbalance, tsim_study_row_method(r), &pc);
@@ -226,8 +272,7 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
             snprintf(c[2], CELL, "-");
             for (int k = 4; k < 16; k++)
                 snprintf(c[k], CELL, k % 3 == 1 ? "n/a" : "");
-            for (int k = 16; k < 20; k++)
-                snprintf(c[k], CELL, "n/a");
+            fill_cells(c, 16, 20, "n/a");
         } else {
             ours(c[16], &r->metrics[TSIM_M_BALANCEDNESS_BEFORE], 1.0, 3, show_std);
             ours(c[17], &r->metrics[TSIM_M_BALANCEDNESS_AFTER], 1.0, 3, show_std);
@@ -239,18 +284,17 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
                 ours(c[4 + 3 * q], &r->metrics[metric[q]], 1.0, dec, show_std);
                 if (have) {
                     num(c[5 + 3 * q], paper[q], q == 0 ? 1 : 0);
-                    signed_num(c[6 + 3 * q], r->metrics[metric[q]].mean - paper[q], 1);
+                    tsim_fmt_signed_num(c[6 + 3 * q], CELL, r->metrics[metric[q]].mean - paper[q], 1);
                 } else {
                     snprintf(c[5 + 3 * q], CELL, "-");
                     snprintf(c[6 + 3 * q], CELL, "-");
                 }
             }
         }
-        add_row(&t, c, ncols);
+        tsim_table_add_row_cells(&t, c[0], CELL);
     }
-    fprintf(out, "# Table 1: ours vs the paper (improvement pp / weighted / intra / inter, means over records)\n\n");
-    tsim_table_print(&t, out, TSIM_FORMAT_MD);
-    tsim_table_free(&t);
+    print_section(out, &t,
+                  "# Table 1: ours vs the paper (improvement pp / weighted / intra / inter, means over records)\n\n");
 
     const cJSON *be = cJSON_GetObjectItemCaseSensitive(s->extra, "break_even");
     if (cJSON_GetArraySize(be) > 0) {
@@ -261,15 +305,10 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
         cJSON_ArrayForEach(j, be)
         {
             char c[6][CELL];
-            snprintf(c[0], CELL, "%d", cJSON_GetObjectItem(j, "ep")->valueint);
-            snprintf(c[1], CELL, "%d%%", (int)lround(cJSON_GetObjectItem(j, "imbalance")->valuedouble * 100));
+            ep_init_cells(c[0], c[1], cJSON_GetObjectItem(j, "ep")->valueint,
+                          cJSON_GetObjectItem(j, "imbalance")->valuedouble);
             snprintf(c[2], CELL, "%s", cJSON_GetObjectItem(j, "b")->valuestring);
-            const cJSON *ls = cJSON_GetObjectItem(j, "lambda_star");
-            if (cJSON_IsNumber(ls))
-                num(c[3], ls->valuedouble, 2);
-            else
-                snprintf(c[3], CELL, "none");
-            cheaper_when(c[4], ls, cJSON_GetObjectItem(j, "a_cheaper_when")->valuestring);
+            break_even_cells(c[3], c[4], j);
             const cJSON *pl = cJSON_GetObjectItem(j, "paper_lambda_star");
             tsim_paper_cell unused;
             if (!comparable)
@@ -282,11 +321,9 @@ static int print_table1(FILE *out, const tsim_study *s, bool show_std)
                 snprintf(c[5], CELL, "-"); /* the paper has no such method (eplb, a relabelled planner) */
             else
                 snprintf(c[5], CELL, "none");
-            add_row(&t, c, 6);
+            tsim_table_add_row_cells(&t, c[0], CELL);
         }
-        fprintf(out, "\n## Break-even λ* of TAOT against each baseline (weighted = intra + λ·inter)\n\n");
-        tsim_table_print(&t, out, TSIM_FORMAT_MD);
-        tsim_table_free(&t);
+        print_section(out, &t, "\n## Break-even λ* of TAOT against each baseline (weighted = intra + λ·inter)\n\n");
     }
     if (rehomed)
         print_rehomed_note(out);
@@ -331,13 +368,12 @@ static int print_ablation(FILE *out, const tsim_study *s)
         } else
             for (int k = 3; k <= 10; k += k == 3 ? 3 : 2)
                 snprintf(c[k], CELL, "(not in paper)");
-        add_row(&t, c, 11);
+        tsim_table_add_row_cells(&t, c[0], CELL);
     }
     const tsim_study_row *r0 = s->n ? &s->rows[0] : NULL;
-    fprintf(out, "# TAOT ablation (paper's Table 2): EP%d, %.0f%% initial imbalance, mean ± std over %d seeds\n\n",
-            r0 ? r0->ep : 0, r0 ? r0->imbalance * 100 : 0, r0 ? r0->seeds : 0);
-    tsim_table_print(&t, out, TSIM_FORMAT_MD);
-    tsim_table_free(&t);
+    print_section(out, &t,
+                  "# TAOT ablation (paper's Table 2): EP%d, %.0f%% initial imbalance, mean ± std over %d seeds\n\n",
+                  r0 ? r0->ep : 0, r0 ? r0->imbalance * 100 : 0, r0 ? r0->seeds : 0);
     fprintf(out, "\nThe std is across seeds of per-seed means. Paper: Table 2 of arXiv 2608.03676 (3 runs, "
                  "real traces); ours: synthetic traces generated per seed.\n");
     return 0;
@@ -361,7 +397,7 @@ static int print_sweep(FILE *out, const tsim_study *s)
         if (!seen && nle < TSIM_STUDY_LIST_MAX)
             les[nle++] = r->lambda_eval;
     }
-    const bool rehomed = any_rehomed(s), dropped = any_dropped(s);
+    const bool rehomed = any_row_has(s, TSIM_M_REHOMED_INTRA), dropped = any_row_has(s, TSIM_M_DROPPED_AFTER);
     fprintf(out, "# λ sweep: weighted cost (intra + λ_eval·inter, mean per record)\n");
     /* Name the trace (its file name: the directory differs between machines). */
     const cJSON *trace = cJSON_GetObjectItemCaseSensitive(s->params, "trace");
@@ -384,15 +420,7 @@ static int print_sweep(FILE *out, const tsim_study *s)
         h[2] = "balancedness after";
         h[3] = "intra";
         h[4] = "inter";
-        int nh = 5;
-        if (rehomed) {
-            h[nh++] = "rehomed intra";
-            h[nh++] = "rehomed inter";
-        }
-        if (dropped) {
-            h[nh++] = "dropped before";
-            h[nh++] = "dropped after";
-        }
+        int nh = optional_headers(h, 5, rehomed, dropped);
         const int first_eval = nh;
         for (int e = 0; e < nle && nh < 28; e++) {
             snprintf(hb[e], sizeof hb[e], "λ_eval=%g", les[e]);
@@ -409,24 +437,15 @@ static int print_sweep(FILE *out, const tsim_study *s)
             char c[32][CELL];
             snprintf(c[0], CELL, "%s", r->planner);
             if (!r->ok) {
-                for (int k = 1; k < nh; k++)
-                    snprintf(c[k], CELL, "n/a");
-                add_row(&t, c, nh);
+                fill_cells(c, 1, nh, "n/a");
+                tsim_table_add_row_cells(&t, c[0], CELL);
                 continue;
             }
             num(c[1], 100 * r->metrics[TSIM_M_RHO_AFTER].mean, 2);
             num(c[2], r->metrics[TSIM_M_BALANCEDNESS_AFTER].mean, 4);
             num(c[3], r->metrics[TSIM_M_INTRA].mean, 2);
             num(c[4], r->metrics[TSIM_M_INTER].mean, 2);
-            int k = 5;
-            if (rehomed) {
-                num(c[k++], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
-                num(c[k++], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);
-            }
-            if (dropped) {
-                num(c[k++], r->metrics[TSIM_M_DROPPED_BEFORE].mean, 1);
-                num(c[k++], r->metrics[TSIM_M_DROPPED_AFTER].mean, 1);
-            }
+            optional_cells(c, 5, r, rehomed, dropped);
             int col = first_eval;
             for (int k = 0; k < s->n && col < nh; k++) {
                 const tsim_study_row *q = &s->rows[k];
@@ -437,11 +456,9 @@ static int print_sweep(FILE *out, const tsim_study *s)
                     k = -1; /* next lambda_eval: search again from the start */
                 }
             }
-            add_row(&t, c, nh);
+            tsim_table_add_row_cells(&t, c[0], CELL);
         }
-        fprintf(out, "\n## λ_plan = %g\n\n", lps[a]);
-        tsim_table_print(&t, out, TSIM_FORMAT_MD);
-        tsim_table_free(&t);
+        print_section(out, &t, "\n## λ_plan = %g\n\n", lps[a]);
     }
     const cJSON *be = cJSON_GetObjectItemCaseSensitive(s->extra, "break_even");
     if (cJSON_GetArraySize(be) > 0) {
@@ -456,17 +473,10 @@ static int print_sweep(FILE *out, const tsim_study *s)
             snprintf(c[0], CELL, "%g", cJSON_GetObjectItem(j, "lambda_plan")->valuedouble);
             snprintf(c[1], CELL, "%s", cJSON_GetObjectItem(j, "a")->valuestring);
             snprintf(c[2], CELL, "%s", cJSON_GetObjectItem(j, "b")->valuestring);
-            const cJSON *ls = cJSON_GetObjectItem(j, "lambda_star");
-            if (cJSON_IsNumber(ls))
-                num(c[3], ls->valuedouble, 2);
-            else
-                snprintf(c[3], CELL, "none");
-            cheaper_when(c[4], ls, cJSON_GetObjectItem(j, "a_cheaper_when")->valuestring);
-            add_row(&t, c, 5);
+            break_even_cells(c[3], c[4], j);
+            tsim_table_add_row_cells(&t, c[0], CELL);
         }
-        fprintf(out, "\n## Break-even λ* per planner pair\n\n");
-        tsim_table_print(&t, out, TSIM_FORMAT_MD);
-        tsim_table_free(&t);
+        print_section(out, &t, "\n## Break-even λ* per planner pair\n\n");
     }
     if (rehomed)
         print_rehomed_note(out);
@@ -478,7 +488,7 @@ static int print_scaling(FILE *out, const tsim_study *s)
     static const char *const axes[3] = {"ep", "imbalance", "slots"};
     static const char *const titles[3] = {"EP size", "initial imbalance", "guest slots per rank K"};
     bool timing = false, step = false;
-    const bool rehomed = any_rehomed(s), dropped = any_dropped(s);
+    const bool rehomed = any_row_has(s, TSIM_M_REHOMED_INTRA), dropped = any_row_has(s, TSIM_M_DROPPED_AFTER);
     for (int i = 0; i < s->n; i++)
         if (s->rows[i].ok) {
             timing |= s->rows[i].metric_on[TSIM_M_PLAN_NS];
@@ -488,15 +498,7 @@ static int print_scaling(FILE *out, const tsim_study *s)
     for (int a = 0; a < 3; a++) {
         const char *h[18] = {"EP",          "init",  "K",     "planner", "rho before %", "rho after %", "balancedness before",
                              "balancedness after", "intra", "inter", "weighted"};
-        int nh = 11;
-        if (rehomed) {
-            h[nh++] = "rehomed intra";
-            h[nh++] = "rehomed inter";
-        }
-        if (dropped) {
-            h[nh++] = "dropped before";
-            h[nh++] = "dropped after";
-        }
+        int nh = optional_headers(h, 11, rehomed, dropped);
         if (timing)
             h[nh++] = "plan us p50";
         if (step) {
@@ -512,13 +514,11 @@ static int print_scaling(FILE *out, const tsim_study *s)
             if (!r->axis || strcmp(r->axis, axes[a]) != 0)
                 continue;
             char c[18][CELL];
-            snprintf(c[0], CELL, "%d", r->ep);
-            snprintf(c[1], CELL, "%d%%", (int)lround(r->imbalance * 100));
+            ep_init_cells(c[0], c[1], r->ep, r->imbalance);
             snprintf(c[2], CELL, "%d", r->slots);
             snprintf(c[3], CELL, "%s", r->planner);
             if (!r->ok) {
-                for (int k = 4; k < nh; k++)
-                    snprintf(c[k], CELL, "n/a");
+                fill_cells(c, 4, nh, "n/a");
             } else {
                 num(c[4], 100 * r->metrics[TSIM_M_RHO_BEFORE].mean, 2);
                 num(c[5], 100 * r->metrics[TSIM_M_RHO_AFTER].mean, 2);
@@ -527,15 +527,7 @@ static int print_scaling(FILE *out, const tsim_study *s)
                 num(c[8], r->metrics[TSIM_M_INTRA].mean, 2);
                 num(c[9], r->metrics[TSIM_M_INTER].mean, 2);
                 num(c[10], r->metrics[TSIM_M_WEIGHTED].mean, 2);
-                int k = 11;
-                if (rehomed) {
-                    num(c[k++], r->metrics[TSIM_M_REHOMED_INTRA].mean, 2);
-                    num(c[k++], r->metrics[TSIM_M_REHOMED_INTER].mean, 2);
-                }
-                if (dropped) {
-                    num(c[k++], r->metrics[TSIM_M_DROPPED_BEFORE].mean, 1);
-                    num(c[k++], r->metrics[TSIM_M_DROPPED_AFTER].mean, 1);
-                }
+                int k = optional_cells(c, 11, r, rehomed, dropped);
                 if (timing)
                     num(c[k++], r->metrics[TSIM_M_PLAN_NS].p50 / 1000.0, 1);
                 if (step) {
@@ -547,14 +539,13 @@ static int print_scaling(FILE *out, const tsim_study *s)
                         snprintf(c[k++], CELL, "-");
                 }
             }
-            add_row(&t, c, nh);
+            tsim_table_add_row_cells(&t, c[0], CELL);
             rows++;
         }
-        if (rows) {
-            fprintf(out, "\n## %s\n\n", titles[a]);
-            tsim_table_print(&t, out, TSIM_FORMAT_MD);
-        }
-        tsim_table_free(&t);
+        if (rows)
+            print_section(out, &t, "\n## %s\n\n", titles[a]);
+        else
+            tsim_table_free(&t);
     }
     if (rehomed)
         print_rehomed_note(out);

@@ -34,44 +34,58 @@ void tsim_gen_params_default(tsim_gen_params *p)
     p->version = TSIM_GEN_VERSION;
 }
 
+/* When v is outside lo..hi, sets err to "OPTION V is out of range LO..HI" (with
+ * " (BOUND)" where other options set the bound) and returns true: the one
+ * wording of the generator's range checks. */
+static bool int_out_of_range(tsim_error *err, const char *option, int v, int lo, int hi, const char *bound)
+{
+    if (v >= lo && v <= hi)
+        return false;
+    tsim_error_set(err, TSIM_E_INPUT, "%s %d is out of range %d..%d%s%s%s", option, v, lo, hi, bound ? " (" : "",
+                   bound ? bound : "", bound ? ")" : "");
+    return true;
+}
+
+/* The same for a real value; NaN is out of every range. */
+static bool real_out_of_range(tsim_error *err, const char *option, double v, double lo, double hi)
+{
+    if (v >= lo && v <= hi)
+        return false;
+    tsim_error_set(err, TSIM_E_INPUT, "%s %g is out of range %g..%g", option, v, lo, hi);
+    return true;
+}
+
 int tsim_gen_params_check(const tsim_gen_params *p, tsim_error *err)
 {
-    if (p->experts < 1 || p->experts > TSIM_MAX_EXPERTS)
-        return tsim_error_set(err, TSIM_E_INPUT, "--experts %d is out of range 1..%d", p->experts,
-                              TSIM_MAX_EXPERTS);
-    if (p->ep < 1 || p->ep > TSIM_MAX_RANKS)
-        return tsim_error_set(err, TSIM_E_INPUT, "--ep %d is out of range 1..%d", p->ep, TSIM_MAX_RANKS);
+    if (int_out_of_range(err, "--experts", p->experts, 1, TSIM_MAX_EXPERTS, NULL) ||
+        int_out_of_range(err, "--ep", p->ep, 1, TSIM_MAX_RANKS, NULL))
+        return TSIM_E_INPUT;
     if (p->experts % p->ep != 0)
         return tsim_error_set(err, TSIM_E_INPUT, "--experts %d is not divisible by --ep %d", p->experts, p->ep);
     if ((int64_t)p->experts * p->ep > TSIM_GEN_MAX_CELLS)
         return tsim_error_set(err, TSIM_E_INPUT, "--experts %d x --ep %d is above the %d counts a record may hold",
                               p->experts, p->ep, TSIM_GEN_MAX_CELLS);
-    if (p->ranks_per_node < 1 || p->ranks_per_node > TSIM_MAX_RANKS)
-        return tsim_error_set(err, TSIM_E_INPUT, "--rpn %d is out of range 1..%d", p->ranks_per_node,
-                              TSIM_MAX_RANKS);
-    if (p->topk < 1 || p->topk > p->experts)
-        return tsim_error_set(err, TSIM_E_INPUT, "--topk %d is out of range 1..%d (the number of experts)", p->topk,
-                              p->experts);
-    if (p->tokens < 1 || p->tokens > TSIM_GEN_MAX_TOKENS)
-        return tsim_error_set(err, TSIM_E_INPUT, "--tokens %d is out of range 1..%d", p->tokens,
-                              TSIM_GEN_MAX_TOKENS);
+    if (int_out_of_range(err, "--rpn", p->ranks_per_node, 1, TSIM_MAX_RANKS, NULL) ||
+        int_out_of_range(err, "--topk", p->topk, 1, p->experts, "the number of experts") ||
+        int_out_of_range(err, "--tokens", p->tokens, 1, TSIM_GEN_MAX_TOKENS, NULL))
+        return TSIM_E_INPUT;
     if (p->microbatches < 1 || p->layers < 1)
         return tsim_error_set(err, TSIM_E_INPUT, "--microbatches and --layers must be at least 1, got %d and %d",
                               p->microbatches, p->layers);
     if ((int64_t)p->microbatches * p->layers > TSIM_GEN_MAX_RECORDS)
         return tsim_error_set(err, TSIM_E_INPUT, "--microbatches %d x --layers %d is above %d records",
                               p->microbatches, p->layers, TSIM_GEN_MAX_RECORDS);
+    /* Its own message: the bound reads 1e9, where %g would write 1e+09. */
     if (!(p->concentration >= 1e-3 && p->concentration <= 1e9))
         return tsim_error_set(err, TSIM_E_INPUT, "--concentration %g is out of range 0.001..1e9", p->concentration);
-    if (!(p->drift >= 0.0 && p->drift <= 1.0))
-        return tsim_error_set(err, TSIM_E_INPUT, "--drift %g is out of range 0..1", p->drift);
+    if (real_out_of_range(err, "--drift", p->drift, 0.0, 1.0))
+        return TSIM_E_INPUT;
     if (p->hot_move < 0)
         return tsim_error_set(err, TSIM_E_INPUT, "--hot-move %d is negative", p->hot_move);
     switch (p->hot_placement) {
     case TSIM_HOT_FIRST:
-        if (p->hot_ranks < 1 || p->hot_ranks > p->ep)
-            return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks %d is out of range 1..%d (the EP size)",
-                                  p->hot_ranks, p->ep);
+        if (int_out_of_range(err, "--hot-ranks", p->hot_ranks, 1, p->ep, "the EP size"))
+            return TSIM_E_INPUT;
         break;
     case TSIM_HOT_PER_NODE: {
         int most = p->ranks_per_node < p->ep ? p->ranks_per_node : p->ep;
@@ -99,24 +113,26 @@ int tsim_gen_params_check(const tsim_gen_params *p, tsim_error *err)
     default:
         return tsim_error_set(err, TSIM_E_INPUT, "--hot-ranks: unknown placement %d", (int)p->hot_placement);
     }
-    if (p->hot_experts < 0 || p->hot_experts > p->experts / p->ep)
-        return tsim_error_set(err, TSIM_E_INPUT, "--hot-experts %d is out of range 1..%d (the experts per rank)",
-                              p->hot_experts, p->experts / p->ep);
-    if (!(p->hot_skew >= 0.0 && p->hot_skew <= TSIM_GEN_MAX_SKEW))
-        return tsim_error_set(err, TSIM_E_INPUT, "--hot-skew %g is out of range 0..%g", p->hot_skew,
-                              TSIM_GEN_MAX_SKEW);
+    /* 0 (every expert of a hot rank) is the default, not an option value, so
+     * the range shown starts at 1. */
+    if ((p->hot_experts != 0 &&
+         int_out_of_range(err, "--hot-experts", p->hot_experts, 1, p->experts / p->ep, "the experts per rank")) ||
+        real_out_of_range(err, "--hot-skew", p->hot_skew, 0.0, TSIM_GEN_MAX_SKEW))
+        return TSIM_E_INPUT;
     if (p->hot_skew > 0.0 && tsim_gen_hot_experts_per_rank(p) < 2)
         return tsim_error_set(err, TSIM_E_INPUT,
                               "--hot-skew %g weighs the j-th hot expert of each hot rank by (j + 1)^-S, but each hot "
                               "rank has one hot expert (%s), so it would change nothing; drop --hot-skew or give "
                               "--hot-experts 2 or more",
                               p->hot_skew, p->experts / p->ep == 1 ? "one expert per rank" : "--hot-experts 1");
-    if (!(p->hot_fraction >= 0.0 && p->hot_fraction <= 1.0))
-        return tsim_error_set(err, TSIM_E_INPUT, "--hot-fraction %g is out of range 0..1", p->hot_fraction);
+    if (real_out_of_range(err, "--hot-fraction", p->hot_fraction, 0.0, 1.0))
+        return TSIM_E_INPUT;
     if (p->version < TSIM_GEN_VERSION || p->version > TSIM_GEN_VERSION_BLOCKS)
         return tsim_error_set(err, TSIM_E_INPUT, "--generator %d is not a generator version (1, 2 or 3)", p->version);
-    if (p->threads < 0 || p->threads > TSIM_GEN_MAX_THREADS)
-        return tsim_error_set(err, TSIM_E_INPUT, "-j %d is out of range 1..%d", p->threads, TSIM_GEN_MAX_THREADS);
+    /* 0 threads samples on the caller's thread alone, as 1 does (gen.c), so the
+     * range shown starts at 1 too. */
+    if (p->threads != 0 && int_out_of_range(err, "-j", p->threads, 1, TSIM_GEN_MAX_THREADS, NULL))
+        return TSIM_E_INPUT;
     if (p->seed > TSIM_GEN_MAX_SEED)
         return tsim_error_set(err, TSIM_E_INPUT, "--seed %llu is out of range 0..%llu", (unsigned long long)p->seed,
                               (unsigned long long)TSIM_GEN_MAX_SEED);
