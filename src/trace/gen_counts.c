@@ -483,9 +483,10 @@ void tsim_counts_poisson_free(tsim_counts_poisson_tables *t)
 /* Terms below this cannot be told apart from 0 by a 53-bit uniform, so the
  * table stops there on either side (or at the reach, or at 0). */
 #define POISSON_NEGLIGIBLE 1e-18
-/* Right tails lighter than this are left out of the tables; a draw that
- * lands there walks on term by term (poisson_tail). */
-#define POISSON_TABLE_TAIL 1e-7
+/* A table ends this many standard deviations (plus 6) past the mode,
+ * where the tail's odds are about 1e-8 or less; a draw that lands beyond
+ * walks on term by term (poisson_tail). Only speed depends on it. */
+#define POISSON_TABLE_SIGMAS 5.5
 
 /* Means below this start their table at 0 from exp(-mu) (no underflow);
  * larger ones at the mode, from lgamma. */
@@ -515,15 +516,6 @@ static inline double reciprocal(const tsim_counts_poisson_tables *t, int64_t k)
     return k < TSIM_POISSON_RECIPROCALS ? t->inv[k] : 1.0 / (double)k;
 }
 
-/* Whether the Poisson(mu) mass beyond k, whose term is `term`, is below
- * POISSON_TABLE_TAIL: past the mode the terms fall at least by mu / (k + 1)
- * each, so the tail is at most term r / (1 - r). */
-static inline bool tail_light(const tsim_counts_poisson_tables *t, double mu, int64_t k, double term)
-{
-    const double r = mu * reciprocal(t, k + 1);
-    return r < 1.0 && term * r < POISSON_TABLE_TAIL * (1.0 - r);
-}
-
 /* One mean's table at cdf[0..len): the terms by the ratio recurrence (no
  * factorials), from 0 for small means, else from the mode outwards, each
  * side stopping where the terms no longer count; then summed from the low
@@ -540,11 +532,13 @@ static int64_t poisson_table(const tsim_counts_poisson_tables *t, double mu, dou
         return 1;
     }
     const int64_t mode = (int64_t)floor(mu), reach = poisson_reach(mu);
+    /* the table's last value: the tail beyond has odds of about 1e-8 */
+    const int64_t top = mode + (int64_t)(POISSON_TABLE_SIGMAS * sqrt(mu)) + 6;
     int64_t lo = 0, len;
     if (mu < POISSON_FROM_ZERO) { /* the terms and their sums in one pass */
         double term = exp(-mu), sum = term;
         cdf[0] = sum;
-        for (len = 1; len < 2 * reach + 1 && (len <= mode || !tail_light(t, mu, len - 1, term)); len++) {
+        for (len = 1; len <= top; len++) {
             term *= mu * reciprocal(t, len);
             cdf[len] = sum += term;
         }
@@ -566,7 +560,7 @@ static int64_t poisson_table(const tsim_counts_poisson_tables *t, double mu, dou
         memmove(cdf, down - below, sizeof *cdf * (size_t)(below + 1));
         len = below + 1;
         double term = peak;
-        for (; len < 2 * reach + 1 && !tail_light(t, mu, lo + len - 1, term); len++)
+        for (; lo + len <= top; len++)
             cdf[len] = term *= mu * reciprocal(t, lo + len);
         *last = term;
         double sum = 0.0;
@@ -606,7 +600,7 @@ static void fill_wide(tsim_counts_sampler *s, int n)
             s->wide[j + l] = xoshiro_next(&lane[l]);
 }
 
-/* Past a table's end (odds below 1e-7): the terms on from its last. */
+/* Past a table's end (odds of about 1e-8): the terms on from its last. */
 static int64_t poisson_tail(const tsim_counts_poisson_tables *t, int e, double u)
 {
     const double mu = t->mu[e];
@@ -636,14 +630,15 @@ static inline poisson_view view_of(const tsim_counts_poisson_tables *t, int e)
     return (poisson_view){t->cdf + t->off[e], t->guide + t->off[e], t->len[e], t->lo[e]};
 }
 
-/* One draw from table e for the uniform u: the guide's start, two steps
- * without branches (the answer is nearly always within them), then a loop
- * for the rare longer walk; the sentinel past the end stops all three. */
+/* One draw from table e for the uniform u: the guide's start j, then the
+ * next two entries compared at once (the sums rise, so the count of those
+ * at or below u is the number of steps, when the answer is within two:
+ * nearly always; two loads side by side, not one after the other), then a
+ * loop for the rare longer walk; the sentinels past the end stop both. */
 static inline int64_t poisson_draw(const tsim_counts_poisson_tables *t, int e, poisson_view v, double u)
 {
     int32_t j = v.guide[(int32_t)(u * (double)v.len)];
-    j += v.cdf[j] <= u;
-    j += v.cdf[j] <= u;
+    j += (v.cdf[j] <= u) + (v.cdf[j + 1] <= u);
     while (v.cdf[j] <= u)
         j++;
     return j < v.len ? v.lo + j : poisson_tail(t, e, u);
