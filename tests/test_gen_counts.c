@@ -352,7 +352,19 @@ Test(gen_counts, poisson_tables_invert_the_cdf)
                 v = 1.0 - pow(10.0, -(double)(i - GRID + 18));
             u[(size_t)i * (size_t)n + (size_t)e] = i == GRID - 1 ? 1.0 - 0x1.0p-53 : v;
         }
-    tsim_counts_poisson_grid(&t, GRID, u, k);
+    int64_t *sum = malloc(sizeof *sum * GRID), *top = malloc(sizeof *top * GRID);
+    tsim_counts_poisson_grid(&t, GRID, u, k, sum, top);
+    for (int i = 0; i < GRID; i++) {
+        int64_t total = 0, most = 0;
+        for (int e = 0; e < n; e++) {
+            total += k[(size_t)i * (size_t)n + (size_t)e];
+            most = k[(size_t)i * (size_t)n + (size_t)e] > most ? k[(size_t)i * (size_t)n + (size_t)e] : most;
+        }
+        cr_assert_eq(sum[i], total);
+        cr_assert_eq(top[i], most);
+    }
+    free(sum);
+    free(top);
     for (int i = 0; i < GRID; i++)
         for (int e = 0; e < n; e++) {
             const size_t at = (size_t)i * (size_t)n + (size_t)e;

@@ -288,6 +288,12 @@ typedef struct gen_pool gen_pool;
  * expert by expert (count_share_grid). */
 #define GRID_ROWS 32
 
+/* One rank's Poisson counts from the grid, their sum and largest. */
+typedef struct {
+    int64_t *counts;
+    int64_t sum, top;
+} poisson_row;
+
 struct gen_pool {
     pthread_t *tids;
     int started;
@@ -694,21 +700,8 @@ static void sample_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
  * g->poisson), a sum above n drawn again (about 1 rank in 40). Given
  * their sum S these are Multinomial(S, p), so the n - S picks still to be
  * drawn one by one make Multinomial(n, p) exactly. Returns n - S. */
-static int64_t poisson_picks(const tsim_gen *g, sampler *s, int64_t n, const int64_t *ready, int64_t *top)
+static int64_t poisson_picks(const tsim_gen *g, sampler *s, int64_t n, int64_t *top)
 {
-    const int E = g->p.experts;
-    if (ready) { /* drawn with the other ranks' (count_share_grid) */
-        int64_t drawn = 0, most = 0;
-        for (int e = 0; e < E; e++) {
-            drawn += ready[e];
-            most = ready[e] > most ? ready[e] : most;
-        }
-        if (drawn <= n) {
-            memcpy(s->got, ready, sizeof *s->got * (size_t)E);
-            *top = most;
-            return n - drawn;
-        }
-    }
     int64_t drawn;
     do
         drawn = tsim_counts_poisson_row(s->counts, &g->poisson, s->got, top);
@@ -716,27 +709,36 @@ static int64_t poisson_picks(const tsim_gen *g, sampler *s, int64_t n, const int
     return n - drawn;
 }
 
-/* n picks over the popularity into s->got, within s->room (each at least
- * room_min). Up to 16 picks per expert one alias draw each (about 2 ns,
- * where a binomial at a mean of 16 costs some 80); a pick on a full expert
- * is drawn again, and after 64 such misses in a row (or beyond 16 per
- * expert) conditional binomials place the rest. Version 3 draws the alias
- * picks in blocks, and from g->poisson_min picks on starts with Poisson
- * counts: `ready` ones when given, unless they sum above n. */
-static void picks_over_p(const tsim_gen *g, sampler *s, int64_t n, int64_t room_min, const int64_t *ready)
+/* n picks over the popularity, within s->room (each at least room_min);
+ * returns the counts: s->got, or ready's row, added to in place. Up to 16
+ * picks per expert one alias draw each (about 2 ns, where a binomial at a
+ * mean of 16 costs some 80); a pick on a full expert is drawn again, and
+ * after 64 such misses in a row (or beyond 16 per expert) conditional
+ * binomials place the rest. Version 3 draws the alias picks in blocks, and
+ * from g->poisson_min picks on starts with Poisson counts: `ready` ones
+ * (drawn with the other ranks') when given, unless they sum above n. */
+static int64_t *picks_over_p(const tsim_gen *g, sampler *s, int64_t n, int64_t room_min, const poisson_row *ready)
 {
     const int E = g->p.experts;
     const bool blocks = g->p.version == TSIM_GEN_VERSION_BLOCKS;
-    memset(s->got, 0, sizeof *s->got * (size_t)E);
-    int64_t left = n, top = 0;
-    if (blocks && g->poisson_min > 0 && n >= g->poisson_min)
-        left = poisson_picks(g, s, n, ready, &top);
+    const bool poisson = blocks && g->poisson_min > 0 && n >= g->poisson_min;
+    int64_t *got = s->got, left = n, top = 0;
+    if (poisson && ready && ready->sum <= n) {
+        got = ready->counts;
+        top = ready->top;
+        left = n - ready->sum;
+    } else {
+        memset(got, 0, sizeof *got * (size_t)E);
+        if (poisson)
+            left = poisson_picks(g, s, n, &top);
+    }
     if (blocks || n <= 16 * (int64_t)E) {
         const tsim_counts_alias table = {g->base.n, g->base.thr, g->base.own, g->base.alt};
-        left = blocks ? tsim_counts_alias_block_picks(s->counts, &table, s->room, E, left, room_min - top, s->got)
-                      : tsim_counts_alias_picks(s->counts, &table, s->room, left, s->got);
+        left = blocks ? tsim_counts_alias_block_picks(s->counts, &table, s->room, E, left, room_min - top, got)
+                      : tsim_counts_alias_picks(s->counts, &table, s->room, left, got);
     }
-    tsim_counts_fill(s->counts, E, g->pop, s->room, left, s->got);
+    tsim_counts_fill(s->counts, E, g->pop, s->room, left, got);
+    return got;
 }
 
 /* Version 2 (gen_counts.c): a rank's picks as multinomial counts, in two
@@ -748,7 +750,7 @@ static void picks_over_p(const tsim_gen *g, sampler *s, int64_t n, int64_t room_
  * most B per expert. Pooling the two parts' picks over p would be one
  * multinomial less but would let hot tokens' other picks land on the hot
  * experts they took (2 points more imbalance at EP32, f = 0.05). */
-static void count_rank(const tsim_gen *g, sampler *s, int rank, const int64_t *ready)
+static void count_rank(const tsim_gen *g, sampler *s, int rank, const poisson_row *ready)
 {
     const tsim_gen_params *p = &g->p;
     const int E = p->experts, k = p->topk, m = g->hot.n;
@@ -776,17 +778,17 @@ static void count_rank(const tsim_gen *g, sampler *s, int rank, const int64_t *r
                 room_min = s->room[g->hot_experts[i]] < room_min ? s->room[g->hot_experts[i]] : room_min;
                 picks -= c;
             }
-            picks_over_p(g, s, picks, room_min, NULL);
+            const int64_t *got = picks_over_p(g, s, picks, room_min, NULL);
             for (int e = 0; e < E; e++)
-                row[e] += s->got[e];
+                row[e] += got[e];
         }
     }
     tsim_counts_seed(s->counts, rank_seed(g->key[STREAM_BASE], rank));
     for (int e = 0; e < E; e++)
         s->room[e] = base;
-    picks_over_p(g, s, base * k, base, ready);
+    const int64_t *got = picks_over_p(g, s, base * k, base, ready);
     for (int e = 0; e < E; e++)
-        row[e] += s->got[e];
+        row[e] += got[e];
 }
 
 /* Version 3: the share's ranks GRID_ROWS at a time, their Poisson rows
@@ -804,9 +806,12 @@ static void count_share_grid(const tsim_gen *g, sampler *s, int id)
         for (int i = 0; i < rows; i++)
             tsim_counts_uniforms(rank_seed(g->key[STREAM_POISSON], ranks[i]), E,
                                  s->grid_u + (size_t)i * (size_t)E);
-        tsim_counts_poisson_grid(&g->poisson, rows, s->grid_u, s->grid);
-        for (int i = 0; i < rows; i++)
-            count_rank(g, s, ranks[i], s->grid + (size_t)i * (size_t)E);
+        int64_t sum[GRID_ROWS], top[GRID_ROWS];
+        tsim_counts_poisson_grid(&g->poisson, rows, s->grid_u, s->grid, sum, top);
+        for (int i = 0; i < rows; i++) {
+            const poisson_row ready = {s->grid + (size_t)i * (size_t)E, sum[i], top[i]};
+            count_rank(g, s, ranks[i], &ready);
+        }
     }
 }
 

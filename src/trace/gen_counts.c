@@ -684,12 +684,19 @@ void tsim_counts_uniforms(uint64_t seed, int n, double *u)
         u[j] = to_uniform(xoshiro_next(&lane[l]));
 }
 
-void tsim_counts_poisson_grid(const tsim_counts_poisson_tables *t, int rows, const double *u, int64_t *out)
+void tsim_counts_poisson_grid(const tsim_counts_poisson_tables *t, int rows, const double *u, int64_t *out,
+                              int64_t *sum, int64_t *top)
 {
     const size_t n = (size_t)t->n;
+    for (int r = 0; r < rows; r++)
+        sum[r] = top[r] = 0;
     for (int e = 0; e < t->n; e++) {
         const poisson_view v = view_of(t, e);
-        for (int r = 0; r < rows; r++)
-            out[(size_t)r * n + (size_t)e] = poisson_draw(t, e, v, u[(size_t)r * n + (size_t)e]);
+        for (int r = 0; r < rows; r++) {
+            const int64_t x = poisson_draw(t, e, v, u[(size_t)r * n + (size_t)e]);
+            out[(size_t)r * n + (size_t)e] = x;
+            sum[r] += x;
+            top[r] = x > top[r] ? x : top[r];
+        }
     }
 }

@@ -81,8 +81,10 @@ int64_t tsim_counts_poisson_row(tsim_counts_sampler *s, const tsim_counts_poisso
 /* n uniforms in [0, 1) into u[], from streams seeded with `seed` alone. */
 void tsim_counts_uniforms(uint64_t seed, int n, double *u);
 /* out[r n + e] = the Poisson(mu[e]) draw of uniform u[r n + e], for `rows`
- * rows, expert by expert so that each table stays in cache for every row. */
-void tsim_counts_poisson_grid(const tsim_counts_poisson_tables *t, int rows, const double *u, int64_t *out);
+ * rows, expert by expert so that each table stays in cache for every row;
+ * each row's sum and largest into sum[r] and top[r]. */
+void tsim_counts_poisson_grid(const tsim_counts_poisson_tables *t, int rows, const double *u, int64_t *out,
+                              int64_t *sum, int64_t *top);
 
 /* Version 3: the same law as tsim_counts_alias_picks, drawn in blocks over
  * interleaved streams (two picks per 64-bit output) and capped after each
