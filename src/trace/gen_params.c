@@ -1,6 +1,7 @@
 /* The generator's parameters (gen.h): defaults, the range checks that name
  * each option, --hot-ranks parsing and printing, and whether two parameter
- * sets give the same records. The sampling itself is in gen.c. */
+ * sets give the same records, and the meta that records them in a trace.
+ * The sampling itself is in gen.c. */
 #include "gen.h"
 
 #include <errno.h>
@@ -8,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "topology.h"
 
@@ -314,4 +317,59 @@ bool tsim_gen_same_records(const tsim_gen_params *a, const tsim_gen_params *b)
         if (pow((double)(j + 1), -a->hot_skew) != pow((double)(j + 1), -b->hot_skew))
             return false;
     return true;
+}
+
+/* The trace's meta: the parameters, f and the calibration (gen.h). */
+cJSON *tsim_gen_meta(const tsim_gen_params *p, const tsim_gen_calibration *cal, double achieved)
+{
+    cJSON *meta = cJSON_CreateObject();
+    if (!meta)
+        return NULL;
+    bool ok = cJSON_AddStringToObject(meta, "source", "synthetic") != NULL;
+    cJSON *gen = ok ? cJSON_AddObjectToObject(meta, "generator") : NULL;
+    ok = gen && cJSON_AddStringToObject(gen, "name", TSIM_GEN_NAME) &&
+         cJSON_AddNumberToObject(gen, "version", p->version) &&
+         cJSON_AddNumberToObject(gen, "seed", (double)p->seed) &&
+         cJSON_AddNumberToObject(gen, "experts", p->experts) && cJSON_AddNumberToObject(gen, "ep", p->ep) &&
+         cJSON_AddNumberToObject(gen, "ranks_per_node", p->ranks_per_node) &&
+         cJSON_AddNumberToObject(gen, "topk", p->topk) && cJSON_AddNumberToObject(gen, "tokens", p->tokens) &&
+         cJSON_AddNumberToObject(gen, "microbatches", p->microbatches) &&
+         cJSON_AddNumberToObject(gen, "layers", p->layers) &&
+         cJSON_AddNumberToObject(gen, "concentration", p->concentration) &&
+         cJSON_AddNumberToObject(gen, "drift", p->drift) &&
+         cJSON_AddNumberToObject(gen, "hot_ranks", tsim_gen_hot_rank_list(p, NULL));
+    /* The regime, beyond today's default shape (whose traces keep their bytes). */
+    if (ok && !tsim_gen_default_regime(p)) {
+        char spec[64];
+        tsim_gen_hot_ranks_format(p, spec, sizeof spec);
+        int *ranks = malloc(sizeof *ranks * (size_t)(p->ep > 0 ? p->ep : 1));
+        cJSON *list = NULL;
+        ok = ranks && cJSON_AddStringToObject(gen, "hot_placement", spec) &&
+             (list = cJSON_AddArrayToObject(gen, "hot_rank_list")) != NULL;
+        int n = ok ? tsim_gen_hot_rank_list(p, ranks) : 0;
+        for (int i = 0; ok && i < n; i++) {
+            cJSON *v = cJSON_CreateNumber(ranks[i]);
+            ok = v && cJSON_AddItemToArray(list, v);
+        }
+        free(ranks);
+        ok = ok && cJSON_AddNumberToObject(gen, "hot_experts", tsim_gen_hot_experts_per_rank(p)) &&
+             cJSON_AddNumberToObject(gen, "hot_skew", p->hot_skew);
+    }
+    if (ok && p->hot_move > 0) /* absent when 0, so older traces keep their bytes */
+        ok = cJSON_AddNumberToObject(gen, "hot_move", p->hot_move) != NULL;
+    ok = ok && cJSON_AddNumberToObject(gen, "hot_fraction", p->hot_fraction) &&
+         cJSON_AddNumberToObject(gen, "hot_tokens_per_record", (double)tsim_gen_hot_tokens(p)) &&
+         cJSON_AddNumberToObject(gen, "imbalance_achieved", achieved);
+    if (ok && cal)
+        ok = cJSON_AddNumberToObject(gen, "imbalance_target", cal->target) &&
+             cJSON_AddNumberToObject(gen, "imbalance_base", cal->base) &&
+             cJSON_AddNumberToObject(gen, "calibration_trials", cal->trials);
+    /* absent when the trials ran over the whole trace, so older traces keep their bytes */
+    if (ok && cal && cal->trial_records > 0 && cal->trial_records < tsim_gen_record_count(p))
+        ok = cJSON_AddNumberToObject(gen, "calibration_records", (double)cal->trial_records) != NULL;
+    if (!ok) {
+        cJSON_Delete(meta);
+        return NULL;
+    }
+    return meta;
 }
