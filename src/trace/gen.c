@@ -889,8 +889,9 @@ static void place_hotspot(tsim_gen *g, int64_t microbatch)
 
 /* Version 3's Poisson tables for the record: lambda = n - 2 sqrt(n) for
  * the fewest base picks of any rank (n), so that a rank's Poisson sum
- * exceeds its picks about once in 40 (drawn again: 128 draws) and its
- * top-up is about 2 sqrt(n) picks. Below 8 picks per expert the alias picks alone are cheaper. */
+ * exceeds its picks about once in 40 (the row is drawn again) and its
+ * top-up is about 2 sqrt(n) picks. Below 8 picks per expert the block
+ * picks alone are cheaper. */
 static void poisson_tables(tsim_gen *g)
 {
     const int E = g->p.experts;

@@ -1,4 +1,4 @@
-/* The counts sampler of generator version 2 (gen --generator 2).
+/* The counts samplers of generator versions 2 and 3 (gen --generator 2|3).
  *
  * Version 1 draws every token's k distinct experts, so a record costs
  * T x k draws per source rank (32,768 at 4096 tokens and top-8). Version 2
@@ -22,7 +22,13 @@
  * Random numbers: xoshiro256** (Blackman and Vigna), seeded per stream
  * through splitmix64 (four steps, where mt19937 fills 624 words). Binomials
  * by inversion for small means and Hormann's BTRS otherwise: GSL's sampler
- * took 146 ns a variate here, over two thirds of a record's time. */
+ * took 146 ns a variate here, over two thirds of a record's time.
+ *
+ * Version 3 draws the same law faster (gen.c decides what goes where): the
+ * bulk of a rank's picks as Poisson counts from per-record tables with a
+ * guide (tsim_counts_poisson_*), the rest as alias picks in blocks over
+ * interleaved streams, capped after each round
+ * (tsim_counts_alias_block_picks). */
 #include "gen_counts.h"
 
 #include <math.h>
