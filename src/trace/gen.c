@@ -277,6 +277,8 @@ typedef struct {
     uint32_t token_id;
     tsim_counts_sampler *counts; /* versions 2 and 3 only */
     int64_t *room, *got;         /* [E] versions 2 and 3: the multinomial's caps and result */
+    int64_t *room_hot;           /* [E] versions 2 and 3: every entry the rank's hot tokens */
+    int64_t room_all, room_hot_all; /* the one value in all of room[] / room_hot[], -1: mixed */
     double *grid_u;              /* [GRID_ROWS E] version 3: uniforms of the Poisson rows */
     int64_t *grid;               /* [GRID_ROWS E] version 3: the Poisson rows */
 } sampler;
@@ -441,6 +443,7 @@ void tsim_gen_close(tsim_gen *g)
         tsim_counts_sampler_free(g->samplers[i].counts);
         free(g->samplers[i].room);
         free(g->samplers[i].got);
+        free(g->samplers[i].room_hot);
         free(g->samplers[i].grid_u);
         free(g->samplers[i].grid);
     }
@@ -510,8 +513,10 @@ int tsim_gen_open(tsim_gen **out, const tsim_gen_params *p, tsim_error *err)
         for (int i = 0; stamps && i < g->threads; i++) {
             sampler *s = &g->samplers[i];
             s->room = malloc(sizeof *s->room * (size_t)E);
+            s->room_hot = malloc(sizeof *s->room_hot * (size_t)E);
             s->got = malloc(sizeof *s->got * (size_t)E);
-            stamps = s->room && s->got && tsim_counts_sampler_init(&s->counts, E) == 0;
+            s->room_all = s->room_hot_all = -1;
+            stamps = s->room && s->room_hot && s->got && tsim_counts_sampler_init(&s->counts, E) == 0;
             if (stamps && p->version == TSIM_GEN_VERSION_BLOCKS) {
                 /* rows for the ranks this thread samples, at most GRID_ROWS */
                 const int share = (p->ep + g->threads - 1) / g->threads;
@@ -708,12 +713,27 @@ static int64_t poisson_picks(const tsim_gen *g, sampler *s, int64_t n, int64_t *
     return n - drawn;
 }
 
+/* n more picks over the popularity into got[], within room[]: alias picks
+ * (version 3 in blocks; `safe` picks fit every entry's headroom), the rest
+ * by conditional binomials. Up to 16 picks per expert one alias draw each
+ * (about 2 ns, where a binomial at a mean of 16 costs some 80); a pick on a
+ * full expert is drawn again, and after 64 such misses in a row (or beyond
+ * 16 per expert) the binomials place the rest. */
+static void place_picks(const tsim_gen *g, sampler *s, int64_t n, const int64_t *room, int64_t safe, int64_t *got)
+{
+    const int E = g->p.experts;
+    const bool blocks = g->p.version == TSIM_GEN_VERSION_BLOCKS;
+    int64_t left = n;
+    if (blocks || n <= 16 * (int64_t)E) {
+        const tsim_counts_alias table = {g->base.n, g->base.thr, g->base.own, g->base.alt};
+        left = blocks ? tsim_counts_alias_block_picks(s->counts, &table, room, E, left, safe, got)
+                      : tsim_counts_alias_picks(s->counts, &table, room, left, got);
+    }
+    tsim_counts_fill(s->counts, E, g->pop, room, left, got);
+}
+
 /* n picks over the popularity, within s->room (each at least room_min);
- * returns the counts: s->got, or ready's row, added to in place. Up to 16
- * picks per expert one alias draw each (about 2 ns, where a binomial at a
- * mean of 16 costs some 80); a pick on a full expert is drawn again, and
- * after 64 such misses in a row (or beyond 16 per expert) conditional
- * binomials place the rest. Version 3 draws the alias picks in blocks, and
+ * returns the counts: s->got, or ready's row, added to in place. Version 3
  * from g->poisson_min picks on starts with Poisson counts: `ready` ones
  * (drawn with the other ranks') when given, unless they sum above n. */
 static int64_t *picks_over_p(const tsim_gen *g, sampler *s, int64_t n, int64_t room_min, const poisson_row *ready)
@@ -731,13 +751,42 @@ static int64_t *picks_over_p(const tsim_gen *g, sampler *s, int64_t n, int64_t r
         if (poisson)
             left = poisson_picks(g, s, n, &top);
     }
-    if (blocks || n <= 16 * (int64_t)E) {
-        const tsim_counts_alias table = {g->base.n, g->base.thr, g->base.own, g->base.alt};
-        left = blocks ? tsim_counts_alias_block_picks(s->counts, &table, s->room, E, left, room_min - top, got)
-                      : tsim_counts_alias_picks(s->counts, &table, s->room, left, got);
-    }
-    tsim_counts_fill(s->counts, E, g->pop, s->room, left, got);
+    place_picks(g, s, left, s->room, room_min - top, got);
     return got;
+}
+
+/* room[] all set to v, unless it is already (*all == v). */
+static void fill_room(int64_t *room, int64_t *all, int E, int64_t v)
+{
+    if (*all == v)
+        return;
+    for (int e = 0; e < E; e++)
+        room[e] = v;
+    *all = v;
+}
+
+/* The hot tokens' other picks over the popularity, when the hot experts
+ * took c of them each (row[] holds the c, the largest `top`). Each expert
+ * is capped at the hot tokens that have not taken it: hot - c for a hot
+ * expert, hot for the others, which is row[e] <= hot with the picks added
+ * to row[] itself (no separate counts, rooms per expert or pass to add
+ * them). Version 3's Poisson path, for hot parts as large as a base part,
+ * keeps the counts apart. */
+static void other_hot_picks(const tsim_gen *g, sampler *s, int64_t *row, int64_t hot, int64_t picks, int64_t top)
+{
+    const int E = g->p.experts;
+    if (!(g->p.version == TSIM_GEN_VERSION_BLOCKS && g->poisson_min > 0 && picks >= g->poisson_min)) {
+        fill_room(s->room_hot, &s->room_hot_all, E, hot);
+        place_picks(g, s, picks, s->room_hot, hot - top, row);
+        return;
+    }
+    fill_room(s->room, &s->room_all, E, hot);
+    for (int i = 0; i < g->hot.n; i++)
+        s->room[g->hot_experts[i]] -= row[g->hot_experts[i]];
+    s->room_all = -1;
+    const int64_t *got = picks_over_p(g, s, picks, hot - top, NULL);
+    for (int e = 0; e < E; e++)
+        row[e] += got[e];
 }
 
 /* Version 2 (gen_counts.c): a rank's picks as multinomial counts, in two
@@ -762,29 +811,24 @@ static void count_rank(const tsim_gen *g, sampler *s, int rank, const poisson_ro
         if (m > k || (m == k && !g->hot_factor)) {
             for (int i = 0; i < m; i++)
                 s->room[i] = hot;
+            s->room_all = -1;
             tsim_counts_multinomial(s->counts, m, g->hot_w, s->room, hot * k, s->got);
             for (int i = 0; i < m; i++)
                 row[g->hot_experts[i]] += s->got[i];
         } else {
-            int64_t picks = hot * k, room_min = hot;
-            for (int e = 0; e < E; e++)
-                s->room[e] = hot;
+            int64_t picks = hot * k, top = 0;
             for (int i = 0; i < m; i++) {
                 const bool some = g->hot_factor && g->hot_factor[i] < 1.0;
                 const int64_t c = some ? tsim_counts_binomial(s->counts, g->hot_factor[i], hot) : hot;
-                row[g->hot_experts[i]] += c;
-                s->room[g->hot_experts[i]] -= c;
-                room_min = s->room[g->hot_experts[i]] < room_min ? s->room[g->hot_experts[i]] : room_min;
+                row[g->hot_experts[i]] = c; /* the hot experts are distinct */
+                top = c > top ? c : top;
                 picks -= c;
             }
-            const int64_t *got = picks_over_p(g, s, picks, room_min, NULL);
-            for (int e = 0; e < E; e++)
-                row[e] += got[e];
+            other_hot_picks(g, s, row, hot, picks, top);
         }
     }
     tsim_counts_seed(s->counts, rank_seed(g->key[STREAM_BASE], rank));
-    for (int e = 0; e < E; e++)
-        s->room[e] = base;
+    fill_room(s->room, &s->room_all, E, base);
     const int64_t *got = picks_over_p(g, s, base * k, base, ready);
     for (int e = 0; e < E; e++)
         row[e] += got[e];
