@@ -14,6 +14,7 @@
 #include "parse.h"
 #include "plan.h"
 #include "planner.h"
+#include "random_records.h"
 #include "registry.h"
 #include "search.h"
 #include "record.h"
@@ -262,6 +263,38 @@ Test(evaluate, empty_record_has_zero_imbalance)
     cr_assert_eq(tsim_imbalance(load, 3), 0.0);
     int64_t even[2] = {5, 5};
     cr_assert_eq(tsim_imbalance(even, 2), 0.0);
+}
+
+/* Native loads, summed over runs of experts with the same home, against
+ * adding count by count: random shapes with shuffled home maps (runs of 1
+ * to E / R experts) and contiguous ones. */
+Test(evaluate, native_loads_match_count_by_count)
+{
+    uint64_t state = 99;
+    for (int trial = 0; trial < 300; trial++) {
+        tsim_random_shape s;
+        tsim_random_shape_draw(&state, 16, &s);
+        int32_t *home = malloc(sizeof *home * (size_t)s.experts);
+        tsim_random_home(&state, &s, home);
+        tsim_topology t;
+        tsim_error err;
+        cr_assert_eq(tsim_topology_init(&t, s.ranks, s.experts, s.ranks_per_node, 0, trial % 3 ? home : NULL, &err),
+                     0, "%s", err.msg);
+        tsim_record rec;
+        tsim_random_record(&state, &s, &rec);
+        int64_t *load = malloc(sizeof *load * (size_t)s.ranks), *want = calloc((size_t)s.ranks, sizeof *want);
+        tsim_native_loads(&t, &rec, load);
+        for (int r = 0; r < s.ranks; r++)
+            for (int e = 0; e < s.experts; e++)
+                want[t.home[e]] += rec.counts[(size_t)r * (size_t)s.experts + (size_t)e];
+        for (int r = 0; r < s.ranks; r++)
+            cr_assert_eq(load[r], want[r], "trial %d rank %d", trial, r);
+        free(load);
+        free(want);
+        free(home);
+        tsim_record_free(&rec);
+        tsim_topology_free(&t);
+    }
 }
 
 Test(evaluate, break_even_lambda_paper_example)

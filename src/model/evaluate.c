@@ -59,10 +59,24 @@ void tsim_native_loads(const tsim_topology *topo, const tsim_record *rec, int64_
 {
     const int R = topo->ranks, E = topo->experts;
     memset(load, 0, sizeof *load * (size_t)R);
+    if (E == 0)
+        return;
+    /* Sums over runs of experts with the same home (home maps are mostly
+     * contiguous) in a register: adding each count to load[] in memory
+     * made every add wait for the one before it. */
     for (int r = 0; r < R; r++) {
         const int64_t *row = rec->counts + (size_t)r * (size_t)E;
-        for (int e = 0; e < E; e++)
-            load[topo->home[e]] += row[e];
+        int32_t home = topo->home[0];
+        int64_t run = 0;
+        for (int e = 0; e < E; e++) {
+            if (topo->home[e] != home) {
+                load[home] += run;
+                run = 0;
+                home = topo->home[e];
+            }
+            run += row[e];
+        }
+        load[home] += run;
     }
 }
 
