@@ -1,8 +1,8 @@
 #!/bin/sh
 # CPU seconds (user + system) of `taotsim gen` per generator version, as
 # ratios within one run: every configuration is run REPS times, the builds
-# and versions in turn, and the least CPU time of each is kept (the machine's
-# other load only ever adds time).
+# and versions in turn, each after a sync, and the least CPU time of each is
+# kept (the machine's other load only ever adds time).
 #   bench/gen_versions.sh BEFORE_TAOTSIM AFTER_TAOTSIM [REPS] [VERSIONS]
 # BEFORE runs its default generator; AFTER runs each of VERSIONS (default
 # "1 2 3"). Writes .jsonl into a temporary directory, removed at the end.
@@ -11,6 +11,10 @@ before=$1 after=$2 reps=${3:-3} versions=${4:-"1 2 3"}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cpu() { # prints user + system seconds of one run of "$@"
+    # the last run's file out of the page cache's dirty pages first, so that
+    # no run is throttled (and charged) for writing back another's
+    rm -f "$dir/t.jsonl"
+    sync
     /usr/bin/time -f '%U %S' -o "$dir/time" "$@" >/dev/null 2>&1
     awk '{printf "%.2f\n", $1 + $2}' "$dir/time"
 }
