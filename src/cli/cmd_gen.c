@@ -305,8 +305,6 @@ static int write_records(gen_run *run, tsim_gen *g, tsim_writer *w, double *sum,
     return rc;
 }
 
-/* The header carries the achieved mean, so it is known before writing: from
- * the calibration, or from one measuring pass for a given f. */
 /* The writing pass after a measuring one (or a calibration): f and the
  * achieved mean are known. */
 static int write_known(gen_run *run, tsim_error *err)
