@@ -12,6 +12,7 @@
 
 #include "evaluate.h"
 #include "gen.h"
+#include "gen_fixture.h"
 #include "topology.h"
 
 static void setup(void)
@@ -24,18 +25,7 @@ TestSuite(gen, .init = setup);
 /* A small shape: 32 experts on 4 ranks (8 each), top-4, 256 tokens per rank. */
 static tsim_gen_params small_params(void)
 {
-    tsim_gen_params p;
-    tsim_gen_params_default(&p);
-    p.experts = 32;
-    p.ep = 4;
-    p.ranks_per_node = 2;
-    p.topk = 4;
-    p.tokens = 256;
-    p.microbatches = 3;
-    p.layers = 2;
-    p.hot_fraction = 0.1;
-    p.seed = 7;
-    return p;
+    return tsim_test_small_gen_params();
 }
 
 static tsim_gen *open_gen(const tsim_gen_params *p)

@@ -14,6 +14,7 @@
 #include "evaluate.h"
 #include "gen.h"
 #include "gen_counts.h"
+#include "gen_fixture.h"
 #include "topology.h"
 
 static void setup(void)
@@ -163,18 +164,8 @@ Test(gen_counts, multinomial_means_follow_the_weights)
 
 static tsim_gen_params v2_params(void)
 {
-    tsim_gen_params p;
-    tsim_gen_params_default(&p);
+    tsim_gen_params p = tsim_test_small_gen_params();
     p.version = TSIM_GEN_VERSION_COUNTS;
-    p.experts = 32;
-    p.ep = 4;
-    p.ranks_per_node = 2;
-    p.topk = 4;
-    p.tokens = 256;
-    p.microbatches = 3;
-    p.layers = 2;
-    p.hot_fraction = 0.1;
-    p.seed = 7;
     return p;
 }
 
