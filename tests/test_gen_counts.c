@@ -339,7 +339,7 @@ Test(gen_counts, poisson_tables_invert_the_cdf)
     for (int i = 0; i < GRID; i++)
         for (int e = 0; e < n; e++) {
             double v = (double)i / GRID;
-            if (i >= GRID - 10) /* the far tail, beyond the tables' ends (odds of about 1e-8) */
+            if (i >= GRID - 10) /* the far tail, beyond the tables' ends */
                 v = 1.0 - pow(10.0, -(double)(i - GRID + 18));
             u[(size_t)i * (size_t)n + (size_t)e] = i == GRID - 1 ? 1.0 - 0x1.0p-53 : v;
         }

@@ -69,7 +69,10 @@ static void usage(FILE *out)
             "                         that could pick it, a different (close)\n"
             "                         distribution; 3: version 2's distribution drawn\n"
             "                         from Poisson tables and blocks of picks, several\n"
-            "                         times faster again. Recorded in the trace's meta\n"
+            "                         times faster again; its --imbalance search runs\n"
+            "                         on every 8th microbatch and is kept only if the\n"
+            "                         whole trace meets the target (else it is redone\n"
+            "                         on the whole trace). Recorded in the trace's meta\n"
             "  -j N                   threads sampling the source ranks; the bytes are the\n"
             "                         same at any N (default 1)\n"
             "  --gzip-level N         deflate level 0..9 of a .jsonl.gz (default 6); at\n"
@@ -343,43 +346,6 @@ static int write_known(gen_run *run, tsim_error *err)
     return rc;
 }
 
-/* The header's mean from the calibration: f and the trials' mean over the
- * whole trace. */
-static int gen_two_passes_calibrated(gen_run *run, tsim_error *err)
-{
-    run->p.hot_fraction = run->cal.hot_fraction;
-    run->achieved = run->cal.achieved;
-    return write_known(run, err);
-}
-
-/* Two passes: the mean first (a measuring pass, or the calibration), so the
- * header can lead; then the records. */
-static int gen_two_passes(gen_run *run, tsim_error *err)
-{
-    tsim_gen_params *p = &run->p;
-    int rc = run->a.have_fraction
-                 ? tsim_gen_mean_imbalance(p, &run->achieved, on_progress, &run->ps, err)
-                 : tsim_gen_calibrate_sampled(p, run->a.target, &run->cal, on_progress, &run->ps, err);
-    if (rc)
-        return rc;
-    if (!run->a.have_fraction) {
-        p->hot_fraction = run->cal.hot_fraction;
-        run->achieved = run->cal.achieved;
-    }
-    if (!run->a.have_fraction && run->cal.trial_records < run->records) {
-        /* a sample's f, measured on the whole trace; in full when it misses */
-        rc = tsim_gen_mean_imbalance(p, &run->achieved, on_progress, &run->ps, err);
-        if (!rc && misses_target(run)) {
-            rc = tsim_gen_calibrate(p, run->a.target, &run->cal, on_progress, &run->ps, err);
-            p->hot_fraction = run->cal.hot_fraction;
-            run->achieved = run->cal.achieved;
-        }
-        if (rc)
-            return rc;
-    }
-    return write_known(run, err);
-}
-
 /* A known f (given, or a sample's) and a plain .json or .jsonl file: one
  * pass. With a sample's f, the file is dropped (run->missed) when the whole
  * trace misses the target. The records go to a
@@ -416,28 +382,48 @@ static int gen_one_pass(gen_run *run, tsim_error *err)
     return rc;
 }
 
-/* The one-line summary on stderr. */
-/* One pass where the header can come last: with f given, or with f from a
- * sample's calibration (version 3) when the whole trace then meets the
- * target; else (or when it misses) the two passes. */
-static int gen_one_pass_or_two(gen_run *run, tsim_error *err)
+/* f and the achieved mean from a calibration. */
+static void take_calibration(gen_run *run)
 {
-    if (!run->a.have_fraction) {
-        int rc = tsim_gen_calibrate_sampled(&run->p, run->a.target, &run->cal, on_progress, &run->ps, err);
-        if (rc)
-            return rc;
-        if (run->cal.trial_records == run->records) /* versions 1 and 2: f is the whole trace's */
-            return gen_two_passes_calibrated(run, err);
-        run->p.hot_fraction = run->cal.hot_fraction;
-    }
-    int rc = gen_one_pass(run, err);
-    if (rc || !run->missed)
-        return rc;
-    run->missed = false;
-    rc = tsim_gen_calibrate(&run->p, run->a.target, &run->cal, on_progress, &run->ps, err);
-    return rc ? rc : gen_two_passes_calibrated(run, err);
+    run->p.hot_fraction = run->cal.hot_fraction;
+    run->achieved = run->cal.achieved;
 }
 
+/* The whole run. f is given, or calibrated: on the whole trace (versions 1
+ * and 2), whose mean is then known; or on a sample (version 3), kept only
+ * if a pass over the whole trace meets the target, else calibrated in full.
+ * That pass writes the file where the header can come last (`one_pass`: a
+ * plain .json or .jsonl), else it only measures the mean, which a
+ * .jsonl.gz header needs first (its first gzip member holds the header and
+ * the first records together). */
+static int gen_trace(gen_run *run, bool one_pass, tsim_error *err)
+{
+    int rc;
+    if (!run->a.have_fraction) {
+        if ((rc = tsim_gen_calibrate_sampled(&run->p, run->a.target, &run->cal, on_progress, &run->ps, err)))
+            return rc;
+        take_calibration(run);
+        if (run->cal.trial_records == run->records)
+            return write_known(run, err);
+    }
+    if (one_pass) {
+        rc = gen_one_pass(run, err);
+        if (rc || !run->missed)
+            return rc;
+        run->missed = false;
+    } else {
+        if ((rc = tsim_gen_mean_imbalance(&run->p, &run->achieved, on_progress, &run->ps, err)))
+            return rc;
+        if (!misses_target(run))
+            return write_known(run, err);
+    }
+    if ((rc = tsim_gen_calibrate(&run->p, run->a.target, &run->cal, on_progress, &run->ps, err)))
+        return rc;
+    take_calibration(run);
+    return write_known(run, err);
+}
+
+/* The one-line summary on stderr. */
 static void gen_report(const gen_run *run, double start)
 {
     const tsim_gen_params *p = &run->p;
@@ -493,9 +479,7 @@ int tsim_cmd_gen(int argc, char **argv)
     ps->lines = run.a.progress_lines;
     ps->last_line = ps->bar.start;
 
-    /* .jsonl.gz keeps two passes: its first gzip member holds the header
-     * and the first records together. */
-    int rc = tsim_writer_can_defer_header(output) ? gen_one_pass_or_two(&run, &err) : gen_two_passes(&run, &err);
+    int rc = gen_trace(&run, tsim_writer_can_defer_header(output), &err);
     tsim_progress_finish(&ps->bar);
     if (rc)
         return tsim_cli_fail(CMD, &err);

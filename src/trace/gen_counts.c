@@ -35,7 +35,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 typedef struct {
     uint64_t s[4];
 } xoshiro_state;
@@ -57,14 +56,6 @@ static inline uint64_t xoshiro_next(xoshiro_state *x)
     s[2] ^= t;
     s[3] = rotl(s[3], 45);
     return out;
-}
-
-uint64_t tsim_splitmix64(uint64_t *z)
-{
-    uint64_t x = (*z += UINT64_C(0x9e3779b97f4a7c15));
-    x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return x ^ (x >> 31);
 }
 
 static double xoshiro_get_double(xoshiro_state *x)
@@ -463,10 +454,10 @@ int tsim_counts_poisson_init(tsim_counts_poisson_tables *t, int n, size_t cap)
     t->off = malloc(sizeof *t->off * (size_t)n);
     t->cdf = malloc(sizeof *t->cdf * cap);
     t->guide = malloc(sizeof *t->guide * cap);
-    t->hist = malloc(sizeof *t->hist * (cap + 1));
+    t->mark = malloc(sizeof *t->mark * (cap + 1));
     t->mu = malloc(sizeof *t->mu * (size_t)n);
     t->last_term = malloc(sizeof *t->last_term * (size_t)n);
-    if (!t->lo || !t->len || !t->off || !t->cdf || !t->guide || !t->hist || !t->mu || !t->last_term)
+    if (!t->lo || !t->len || !t->off || !t->cdf || !t->guide || !t->mark || !t->mu || !t->last_term)
         return -1;
     for (int k = 1; k < TSIM_POISSON_RECIPROCALS; k++)
         t->inv[k] = 1.0 / (double)k;
@@ -480,7 +471,7 @@ void tsim_counts_poisson_free(tsim_counts_poisson_tables *t)
     free(t->off);
     free(t->cdf);
     free(t->guide);
-    free(t->hist);
+    free(t->mark);
     free(t->mu);
     free(t->last_term);
     memset(t, 0, sizeof *t);
@@ -489,29 +480,35 @@ void tsim_counts_poisson_free(tsim_counts_poisson_tables *t)
 /* Terms below this cannot be told apart from 0 by a 53-bit uniform, so the
  * table stops there on either side (or at the reach, or at 0). */
 #define POISSON_NEGLIGIBLE 1e-18
-/* A table ends this many standard deviations (plus 6) past the mode,
- * where the tail's odds are about 1e-8 or less; a draw that lands beyond
- * walks on term by term (poisson_tail). Only speed depends on it. */
-#define POISSON_TABLE_SIGMAS 5.5
+/* A table ends this many standard deviations (plus 2) past the mode,
+ * where the tail's odds are about 1e-3 (at a mean of 15); a draw that
+ * lands beyond walks on term by term (poisson_tail), with the same sums
+ * the table would hold. Only speed depends on it: at 32 draws per table
+ * (EP32), the entries a longer table builds cost more than the walks. */
+#define POISSON_TABLE_SIGMAS 3.0
 
 /* Means below this start their table at 0 from exp(-mu) (no underflow);
  * larger ones at the mode, from lgamma. */
 #define POISSON_FROM_ZERO 50.0
 
-/* The guide: guide[i] = the first j with cdf[j] > i / len, counted rather
- * than searched (no branch to mispredict): the number of j with
- * cdf[j] len < i. hist[] is len + 1 zeroed entries of scratch. */
-static void poisson_guide(const double *cdf, int64_t len, int32_t *guide, int32_t *hist)
+/* The guide: guide[i] = the first j with cdf[j] > i / len, found without a
+ * search (no branch to mispredict): the number of j whose bucket
+ * c_j = floor(cdf[j] len) + 1 is at most i. The sums rise, so the buckets
+ * do, and that number is one past the last j in any bucket up to i: each j
+ * marks its bucket (a later j overwrites; plain stores, where counting them
+ * would chain a load and a store per entry), then a running maximum.
+ * mark[] is len + 1 entries of scratch. */
+static void poisson_guide(const double *cdf, int64_t len, int32_t *guide, int32_t *mark)
 {
-    memset(hist, 0, sizeof *hist * (size_t)(len + 1));
+    memset(mark, 0, sizeof *mark * (size_t)(len + 1));
     for (int64_t j = 0; j < len; j++) {
         const double x = cdf[j] * (double)len;
         const int64_t c = x < (double)len ? (int64_t)x + 1 : len;
-        hist[c]++;
+        mark[c] = (int32_t)(j + 1);
     }
     int32_t below = 0;
     for (int64_t i = 0; i < len; i++) {
-        below += hist[i];
+        below = mark[i] > below ? mark[i] : below;
         guide[i] = below < len ? below : (int32_t)(len - 1);
     }
 }
@@ -538,8 +535,8 @@ static int64_t poisson_table(const tsim_counts_poisson_tables *t, double mu, dou
         return 1;
     }
     const int64_t mode = (int64_t)floor(mu), reach = poisson_reach(mu);
-    /* the table's last value: the tail beyond has odds of about 1e-8 */
-    const int64_t top = mode + (int64_t)(POISSON_TABLE_SIGMAS * sqrt(mu)) + 6;
+    /* the table's last value */
+    const int64_t top = mode + (int64_t)(POISSON_TABLE_SIGMAS * sqrt(mu)) + 2;
     int64_t lo = 0, len;
     if (mu < POISSON_FROM_ZERO) { /* the terms and their sums in one pass */
         double term = exp(-mu), sum = term;
@@ -575,7 +572,7 @@ static int64_t poisson_table(const tsim_counts_poisson_tables *t, double mu, dou
     }
     for (int i = 0; i < POISSON_SENTINELS; i++)
         cdf[len + i] = 2.0; /* above any uniform: a walk stops there */
-    poisson_guide(cdf, len, guide, t->hist);
+    poisson_guide(cdf, len, guide, t->mark);
     *lo_out = lo;
     return len;
 }
@@ -606,7 +603,7 @@ static void fill_wide(tsim_counts_sampler *s, int n)
             s->wide[j + l] = xoshiro_next(&lane[l]);
 }
 
-/* Past a table's end (odds of about 1e-8): the terms on from its last. */
+/* Past a table's end: the terms on from its last. */
 static int64_t poisson_tail(const tsim_counts_poisson_tables *t, int e, double u)
 {
     const double mu = t->mu[e];
@@ -694,15 +691,21 @@ void tsim_counts_poisson_grid(const tsim_counts_poisson_tables *t, int rows, con
                               int64_t *sum, int64_t *top)
 {
     const size_t n = (size_t)t->n;
-    for (int r = 0; r < rows; r++)
-        sum[r] = top[r] = 0;
     for (int e = 0; e < t->n; e++) {
         const poisson_view v = view_of(t, e);
-        for (int r = 0; r < rows; r++) {
-            const int64_t x = poisson_draw(t, e, v, u[(size_t)r * n + (size_t)e]);
-            out[(size_t)r * n + (size_t)e] = x;
-            sum[r] += x;
-            top[r] = x > top[r] ? x : top[r];
+        for (int r = 0; r < rows; r++)
+            out[(size_t)r * n + (size_t)e] = poisson_draw(t, e, v, u[(size_t)r * n + (size_t)e]);
+    }
+    /* the sums and maxima row by row afterwards: in the loop above they
+     * would be a load and a store each per draw */
+    for (int r = 0; r < rows; r++) {
+        const int64_t *row = out + (size_t)r * n;
+        int64_t s = 0, most = 0;
+        for (size_t e = 0; e < n; e++) {
+            s += row[e];
+            most = row[e] > most ? row[e] : most;
         }
+        sum[r] = s;
+        top[r] = most;
     }
 }

@@ -15,8 +15,15 @@ int tsim_counts_sampler_init(tsim_counts_sampler **out, int entries);
 void tsim_counts_sampler_free(tsim_counts_sampler *s);
 
 /* One splitmix64 step (Steele, Lea and Flood): advances *state, returns a
- * well-mixed 64-bit value. */
-uint64_t tsim_splitmix64(uint64_t *state);
+ * well-mixed 64-bit value. Inline: every rank's streams are seeded from it
+ * for every record. */
+static inline uint64_t tsim_splitmix64(uint64_t *state)
+{
+    uint64_t x = (*state += UINT64_C(0x9e3779b97f4a7c15));
+    x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return x ^ (x >> 31);
+}
 
 /* Restarts the random stream from a 64-bit seed. */
 void tsim_counts_seed(tsim_counts_sampler *s, uint64_t seed);
@@ -61,7 +68,7 @@ typedef struct {
     int32_t *len, *off;  /* [n] each table's length and place in cdf[] */
     double *cdf;         /* [cap] */
     int32_t *guide;      /* [cap] */
-    int32_t *hist;       /* [cap + 1] scratch of the guide's build */
+    int32_t *mark;       /* [cap + 1] scratch of the guide's build */
     double *mu;          /* [n] the means */
     double *last_term;   /* [n] P(X = the table's last value), to walk on past it */
     size_t cap;

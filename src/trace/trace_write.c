@@ -54,6 +54,9 @@ struct tsim_writer {
     /* Opened by tsim_writer_open_body: out is the scratch file holding the
      * records; the header comes at tsim_writer_close_with_header. */
     bool deferred;
+    /* The counts below 100 as ready text: a comma, their one or two digits,
+     * and in the fourth byte that text's length. */
+    char small[100][4];
 };
 
 static int reserve(tsim_writer *w, size_t more, tsim_error *err)
@@ -306,6 +309,14 @@ static int writer_new(tsim_writer **out, const char *path, tsim_trace_format fmt
     w->fmt = fmt;
     w->ep = ep;
     w->experts = experts;
+    for (int v = 0; v < 100; v++) {
+        const char *d = TWO_DIGITS + 2 * v;
+        const bool one = v < 10;
+        w->small[v][0] = ',';
+        w->small[v][1] = d[one];
+        w->small[v][2] = one ? '\0' : d[1];
+        w->small[v][3] = (char)(one ? 2 : 3);
+    }
     if (fmt == TSIM_FMT_JSONL_GZ) {
         w->zbuf = malloc(FLUSH_AT);
         /* windowBits -15: raw deflate; write_member wraps each member in
@@ -446,28 +457,28 @@ int tsim_writer_write(tsim_writer *w, const tsim_record *rec, tsim_error *err)
     size_t len = w->len;
     for (int r = 0; r < rec->ranks; r++) {
         const int64_t *row = rec->counts + (size_t)r * (size_t)rec->experts;
-        buf[len++] = r ? ',' : '[';
         if (r)
-            buf[len++] = '[';
+            buf[len++] = ',';
+        const size_t first = len; /* the first count's comma becomes the row's '[' */
         for (int e = 0; e < rec->experts; e++) {
-            if (e)
-                buf[len++] = ',';
             const int64_t v = row[e];
             if (v >= 0 && v < 100) {
                 /* the writer's hot loop: most counts have one or two digits,
-                 * written from a table without a branch on which (the
-                 * second byte written for one digit is overwritten next) */
-                const char *d = TWO_DIGITS + 2 * v;
-                const size_t one = v < 10;
-                buf[len] = d[one];
-                buf[len + 1] = d[1];
-                len += 2 - one;
+                 * stored with their comma as one 4-byte word (its last
+                 * byte, the length, is overwritten by what follows) */
+                memcpy(buf + len, w->small[v], 4);
+                len += (size_t)w->small[v][3];
             } else {
+                buf[len++] = ',';
                 w->len = len;
                 put_int(w, v);
                 len = w->len;
             }
         }
+        if (rec->experts > 0)
+            buf[first] = '[';
+        else
+            buf[len++] = '[';
         buf[len++] = ']';
     }
     w->len = len;
