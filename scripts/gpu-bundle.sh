@@ -8,7 +8,8 @@
 #        taotsim                  wrapper: bin/taotsim with lib/ first on the library path
 #        bin/                     taotsim, test_gpu_parity, test_gpu_fallback
 #        lib/                     every shared library they load except glibc and the
-#                                 CUDA driver (found with ldd; the CUDA runtime is static)
+#                                 CUDA driver (found with ldd; the CUDA runtime is static),
+#                                 and CBC and CLP, which taotsim opens with dlopen
 #        traces/ plots/ tests/spec/vectors/taot/
 #        MANIFEST                 version, build, glibc needed, files
 #   3. checks: every library resolves inside the bundle, sm_90 code is in,
@@ -75,8 +76,20 @@ system_lib() {
     esac
     return 1
 }
+# CBC and CLP are opened with dlopen when a solve needs them
+# (src/bound/coin.c), so ldd does not list them: the sonames taotsim tries
+# are read from the binary, found with ldconfig, and travel with their own
+# closures.
+dlopened=()
+for name in $(strings "$BUNDLE/bin/taotsim" | grep -E '^lib(CbcSolver|Clp)\.so\.[0-9]+$' | sort -u); do
+    path=$(ldconfig -p | awk -v n="$name" '$1 == n && /x86-64/ { print $NF; exit }')
+    [ -n "$path" ] || die "$name (which taotsim opens with dlopen) is not known to ldconfig"
+    cp -L "$path" "$BUNDLE/lib/$name"
+    dlopened+=("$path")
+done
+[ "${#dlopened[@]}" -ge 2 ] || die "taotsim names no CBC and CLP sonames to bundle"
 # ldd lists the whole closure (libraries of libraries too).
-for p in "$BUNDLE"/bin/*; do
+for p in "$BUNDLE"/bin/* "${dlopened[@]}"; do
     ldd "$p" | while read -r name arrow path _; do
         [ "$arrow" = "=>" ] || continue
         system_lib "$name" && continue

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "coin.h"
 #include "evaluate.h"
 #include "mip.h"
 #include "optimal.h"
@@ -79,6 +80,36 @@ Test(mip, both_solvers_prove_infeasibility)
         cr_assert(isinf(tsim_mip_gap(&r)));
         tsim_lp_free(&lp);
     }
+}
+
+/* CBC and CLP are loaded at the first solve (coin.h): both tables load
+ * here, and a library or a function that is not there is a clear error,
+ * not a crash. */
+Test(coin, loads_cbc_and_clp_and_names_what_is_missing)
+{
+    tsim_error err = {0};
+    const tsim_cbc_api *cbc = tsim_coin_cbc(&err);
+    cr_assert_not_null(cbc, "%s", err.msg);
+    cr_assert(cbc->newModel && cbc->secondaryStatus, "every CBC function resolved");
+    const tsim_clp_api *clp = tsim_coin_clp(&err);
+    cr_assert_not_null(clp, "%s", err.msg);
+    cr_assert(clp->newModel && clp->objectiveValue, "every CLP function resolved");
+    cr_assert_eq(tsim_coin_cbc(&err), cbc, "loaded once");
+
+    void (*fns[2])(void);
+    static const char *const absent[] = {"libtaotsim-no-such-solver.so.9"};
+    static const char *const names[] = {"Cbc_newModel", "Cbc_solve"};
+    memset(&err, 0, sizeof err);
+    cr_assert_eq(tsim_coin_load("CBC", absent, 1, names, 2, fns, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "CBC is needed here but could not be loaded") &&
+                  strstr(err.msg, "libtaotsim-no-such-solver.so.9"),
+              "%s", err.msg);
+
+    static const char *const libc[] = {"libc.so.6"};
+    static const char *const wrong[] = {"malloc", "Cbc_newModel"};
+    memset(&err, 0, sizeof err);
+    cr_assert_eq(tsim_coin_load("CBC", libc, 1, wrong, 2, fns, &err), TSIM_E_INPUT);
+    cr_assert(strstr(err.msg, "libc.so.6 has no function Cbc_newModel"), "%s", err.msg);
 }
 
 Test(mip, refuses_a_node_limit_below_one)

@@ -3,7 +3,8 @@
  * what was solved before: the same record gives the same bound in any order. */
 #include "lp.h"
 
-#include <coin/Clp_C_Interface.h>
+#include "coin.h"
+
 #include <float.h>
 #include <glpk.h>
 #include <math.h>
@@ -111,14 +112,17 @@ static double clp_inf(double v)
 static int solve_clp(tsim_lp *lp, int iteration_limit, tsim_lp_status *status, double *objective, int *iterations,
                      tsim_error *err)
 {
+    const tsim_clp_api *clp = tsim_coin_clp(err);
+    if (!clp)
+        return err->code;
     CoinBigIndex *start = malloc(sizeof *start * (size_t)(lp->ncols + 1));
     double *buf = malloc(sizeof *buf * (size_t)(2 * (lp->ncols + lp->nrows) + 1));
-    Clp_Simplex *m = Clp_newModel();
+    Clp_Simplex *m = clp->newModel();
     if (!start || !buf || !m) {
         free(start);
         free(buf);
         if (m)
-            Clp_deleteModel(m);
+            clp->deleteModel(m);
         return tsim_error_set(err, TSIM_E_INTERNAL, "bound: out of memory starting CLP");
     }
     for (int j = 0; j <= lp->ncols; j++)
@@ -132,22 +136,22 @@ static int solve_clp(tsim_lp *lp, int iteration_limit, tsim_lp_status *status, d
         rlo[i] = clp_inf(lp->row_lo[i]);
         rhi[i] = clp_inf(lp->row_hi[i]);
     }
-    Clp_setLogLevel(m, 0);
-    Clp_loadProblem(m, lp->ncols, lp->nrows, start, lp->index, lp->value, clo, chi, lp->obj, rlo, rhi);
+    clp->setLogLevel(m, 0);
+    clp->loadProblem(m, lp->ncols, lp->nrows, start, lp->index, lp->value, clo, chi, lp->obj, rlo, rhi);
     if (iteration_limit > 0)
-        Clp_setMaximumIterations(m, iteration_limit);
-    Clp_dual(m, 0);
-    int st = Clp_status(m);
-    *iterations = Clp_numberIterations(m);
-    if (st == 0 && Clp_isProvenOptimal(m)) {
+        clp->setMaximumIterations(m, iteration_limit);
+    clp->dual(m, 0);
+    int st = clp->status(m);
+    *iterations = clp->numberIterations(m);
+    if (st == 0 && clp->isProvenOptimal(m)) {
         *status = TSIM_LP_OPTIMAL;
-        *objective = Clp_objectiveValue(m);
-    } else if (st == 1 && Clp_isProvenPrimalInfeasible(m)) {
+        *objective = clp->objectiveValue(m);
+    } else if (st == 1 && clp->isProvenPrimalInfeasible(m)) {
         *status = TSIM_LP_INFEASIBLE;
     } else {
         *status = TSIM_LP_LIMIT;
     }
-    Clp_deleteModel(m);
+    clp->deleteModel(m);
     free(start);
     free(buf);
     return TSIM_OK;

@@ -2,7 +2,8 @@
  * afresh, so a result depends only on the model and the node limit. */
 #include "mip.h"
 
-#include <coin/Cbc_C_Interface.h>
+#include "coin.h"
+
 #include <float.h>
 #include <glpk.h>
 #include <math.h>
@@ -35,6 +36,9 @@ static pthread_mutex_t cbc_lock = PTHREAD_MUTEX_INITIALIZER;
 static int solve_cbc(const tsim_lp *lp, const bool *integer, int node_limit, double *x, tsim_mip_result *out,
                      tsim_error *err)
 {
+    const tsim_cbc_api *cbc = tsim_coin_cbc(err);
+    if (!cbc)
+        return err->code;
     const int n = lp->ncols, m = lp->nrows;
     CoinBigIndex *start = malloc(sizeof *start * (size_t)(n + 1));
     double *buf = malloc(sizeof *buf * (size_t)(2 * (n + m) + 1));
@@ -55,45 +59,45 @@ static int solve_cbc(const tsim_lp *lp, const bool *integer, int node_limit, dou
         rhi[i] = coin_inf(lp->row_hi[i]);
     }
     pthread_mutex_lock(&cbc_lock);
-    Cbc_Model *model = Cbc_newModel();
+    Cbc_Model *model = cbc->newModel();
     int rc = TSIM_OK;
     if (!model) {
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "mip: CBC could not create a model");
         goto done;
     }
-    Cbc_loadProblem(model, n, m, start, lp->index, lp->value, clo, chi, lp->obj, rlo, rhi);
+    cbc->loadProblem(model, n, m, start, lp->index, lp->value, clo, chi, lp->obj, rlo, rhi);
     for (int j = 0; j < n; j++)
         if (integer[j])
-            Cbc_setInteger(model, j);
-    Cbc_setLogLevel(model, 0);
-    Cbc_setParameter(model, "log", "0");
-    Cbc_setParameter(model, "slog", "0");
-    Cbc_setParameter(model, "threads", "0");
-    Cbc_setMaximumNodes(model, node_limit);
-    int st = Cbc_solve(model);
-    out->nodes = Cbc_getNodeCount(model);
-    const double *sol = Cbc_bestSolution(model);
-    if (Cbc_isProvenOptimal(model) && sol) {
+            cbc->setInteger(model, j);
+    cbc->setLogLevel(model, 0);
+    cbc->setParameter(model, "log", "0");
+    cbc->setParameter(model, "slog", "0");
+    cbc->setParameter(model, "threads", "0");
+    cbc->setMaximumNodes(model, node_limit);
+    int st = cbc->solve(model);
+    out->nodes = cbc->getNodeCount(model);
+    const double *sol = cbc->bestSolution(model);
+    if (cbc->isProvenOptimal(model) && sol) {
         out->status = TSIM_MIP_OPTIMAL;
-        out->incumbent = out->bound = Cbc_getObjValue(model);
-    } else if (Cbc_isProvenInfeasible(model)) {
+        out->incumbent = out->bound = cbc->getObjValue(model);
+    } else if (cbc->isProvenInfeasible(model)) {
         out->status = TSIM_MIP_INFEASIBLE;
-    } else if (Cbc_isNodeLimitReached(model) || st == 1) {
+    } else if (cbc->isNodeLimitReached(model) || st == 1) {
         out->status = sol ? TSIM_MIP_STOPPED : TSIM_MIP_NO_INCUMBENT;
         if (sol)
-            out->incumbent = Cbc_getObjValue(model);
-        double b = Cbc_getBestPossibleObjValue(model);
+            out->incumbent = cbc->getObjValue(model);
+        double b = cbc->getBestPossibleObjValue(model);
         out->bound = isfinite(b) && fabs(b) < 1e50 ? b : -INFINITY;
         if (sol && out->bound > out->incumbent)
             out->bound = out->incumbent;
     } else {
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "mip: CBC stopped with status %d (secondary %d)", st,
-                            Cbc_secondaryStatus(model));
+                            cbc->secondaryStatus(model));
     }
     if (!rc && sol && out->status != TSIM_MIP_INFEASIBLE)
         for (int j = 0; j < n; j++)
             x[j] = sol[j];
-    Cbc_deleteModel(model);
+    cbc->deleteModel(model);
 done:
     pthread_mutex_unlock(&cbc_lock);
     free(start);
