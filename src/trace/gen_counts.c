@@ -454,7 +454,7 @@ int tsim_counts_poisson_init(tsim_counts_poisson_tables *t, int n, size_t cap)
     t->off = malloc(sizeof *t->off * (size_t)n);
     t->cdf = malloc(sizeof *t->cdf * cap);
     t->guide = malloc(sizeof *t->guide * cap);
-    t->mark = malloc(sizeof *t->mark * (cap + 1));
+    t->mark = calloc(cap + 1, sizeof *t->mark); /* all 0 between guides: poisson_guide */
     t->mu = malloc(sizeof *t->mu * (size_t)n);
     t->last_term = malloc(sizeof *t->last_term * (size_t)n);
     if (!t->lo || !t->len || !t->off || !t->cdf || !t->guide || !t->mark || !t->mu || !t->last_term)
@@ -497,10 +497,10 @@ void tsim_counts_poisson_free(tsim_counts_poisson_tables *t)
  * do, and that number is one past the last j in any bucket up to i: each j
  * marks its bucket (a later j overwrites; plain stores, where counting them
  * would chain a load and a store per entry), then a running maximum.
- * mark[] is len + 1 entries of scratch. */
+ * mark[] is scratch of len + 1 entries, all 0 on entry and left so (the
+ * scan clears what it read: a memset call per table cost more). */
 static void poisson_guide(const double *cdf, int64_t len, int32_t *guide, int32_t *mark)
 {
-    memset(mark, 0, sizeof *mark * (size_t)(len + 1));
     for (int64_t j = 0; j < len; j++) {
         const double x = cdf[j] * (double)len;
         const int64_t c = x < (double)len ? (int64_t)x + 1 : len;
@@ -509,8 +509,10 @@ static void poisson_guide(const double *cdf, int64_t len, int32_t *guide, int32_
     int32_t below = 0;
     for (int64_t i = 0; i < len; i++) {
         below = mark[i] > below ? mark[i] : below;
+        mark[i] = 0;
         guide[i] = below < len ? below : (int32_t)(len - 1);
     }
+    mark[len] = 0;
 }
 
 /* 1/k: the tables' ratio recurrence multiplies where it would divide. */

@@ -68,7 +68,7 @@ typedef struct {
     int32_t *len, *off;  /* [n] each table's length and place in cdf[] */
     double *cdf;         /* [cap] */
     int32_t *guide;      /* [cap] */
-    int32_t *mark;       /* [cap + 1] scratch of the guide's build */
+    int32_t *mark;       /* [cap + 1] scratch of the guides' builds, all 0 between them */
     double *mu;          /* [n] the means */
     double *last_term;   /* [n] P(X = the table's last value), to walk on past it */
     size_t cap;
