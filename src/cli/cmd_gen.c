@@ -275,6 +275,24 @@ static bool misses_target(const gen_run *run)
     return !run->a.have_fraction && fabs(run->achieved - run->a.target) > TSIM_GEN_TOLERANCE;
 }
 
+/* The trace's meta: the parameters, the calibration unless f was given,
+ * and the achieved mean. NULL when out of memory. */
+static cJSON *run_meta(const gen_run *run)
+{
+    return tsim_gen_meta(&run->p, run->a.have_fraction ? NULL : &run->cal, run->achieved);
+}
+
+/* A writer's close after the run's rc: its error counts only if the run had
+ * none. */
+static int after_close(int rc, int close_rc, const tsim_error *close_err, tsim_error *err)
+{
+    if (!rc && close_rc) {
+        *err = *close_err;
+        return close_rc;
+    }
+    return rc;
+}
+
 static tsim_trace_header gen_header(const tsim_gen_params *p, cJSON *meta)
 {
     return (tsim_trace_header){.experts = p->experts,
@@ -314,7 +332,7 @@ static int write_known(gen_run *run, tsim_error *err)
 {
     const tsim_gen_params *p = &run->p;
     int rc;
-    cJSON *meta = tsim_gen_meta(p, run->a.have_fraction ? NULL : &run->cal, run->achieved);
+    cJSON *meta = run_meta(run);
     if (!meta)
         return tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the trace meta");
     tsim_trace_header header = gen_header(p, meta);
@@ -335,11 +353,7 @@ static int write_known(gen_run *run, tsim_error *err)
                             sum / (double)run->records, run->achieved);
     if (w) {
         tsim_error close_err = {0};
-        int crc = tsim_writer_close(w, rc == TSIM_OK, &close_err);
-        if (!rc && crc) {
-            rc = crc;
-            *err = close_err;
-        }
+        rc = after_close(rc, tsim_writer_close(w, rc == TSIM_OK, &close_err), &close_err, err);
     }
     tsim_gen_close(g);
     cJSON_Delete(meta);
@@ -348,10 +362,9 @@ static int write_known(gen_run *run, tsim_error *err)
 
 /* A known f (given, or a sample's) and a plain .json or .jsonl file: one
  * pass. With a sample's f, the file is dropped (run->missed) when the whole
- * trace misses the target. The records go to a
- * scratch file while their imbalance is summed; the header, with the mean,
- * is written at close and the records appended: the same bytes as two
- * passes. */
+ * trace misses the target. The records go to a scratch file while their
+ * imbalance is summed; the header, with the mean, is written at close and
+ * the records appended: the same bytes as two passes. */
 static int gen_one_pass(gen_run *run, tsim_error *err)
 {
     const tsim_gen_params *p = &run->p;
@@ -367,16 +380,13 @@ static int gen_one_pass(gen_run *run, tsim_error *err)
     run->achieved = sum / (double)run->records;
     run->missed = !rc && misses_target(run);
     cJSON *meta = NULL;
-    if (!rc && !(meta = tsim_gen_meta(p, run->a.have_fraction ? NULL : &run->cal, run->achieved)))
+    if (!rc && !(meta = run_meta(run)))
         rc = tsim_error_set(err, TSIM_E_INTERNAL, "out of memory for the trace meta");
     tsim_trace_header header = gen_header(p, meta);
     if (w) {
         tsim_error close_err = {0};
-        int crc = tsim_writer_close_with_header(w, &header, rc == TSIM_OK && !run->missed, &close_err);
-        if (!rc && crc) {
-            rc = crc;
-            *err = close_err;
-        }
+        const bool commit = rc == TSIM_OK && !run->missed;
+        rc = after_close(rc, tsim_writer_close_with_header(w, &header, commit, &close_err), &close_err, err);
     }
     cJSON_Delete(meta);
     return rc;

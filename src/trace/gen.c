@@ -75,12 +75,6 @@ enum { STREAM_POPULARITY = 1, STREAM_HOT = 2, STREAM_BASE = 3, STREAM_POISSON = 
 /* Consecutive rejected alias draws before the exact scan takes over. */
 #define MAX_REJECTIONS 64
 
-
-int64_t tsim_gen_record_count(const tsim_gen_params *p)
-{
-    return (int64_t)p->microbatches * p->layers;
-}
-
 static int64_t tokens_per_record(const tsim_gen_params *p)
 {
     return (int64_t)p->tokens * p->ep;
@@ -699,6 +693,13 @@ static void sample_rank(const tsim_gen *g, sampler *s, int rank, int64_t record)
     }
 }
 
+/* Whether a part of n picks starts from the record's Poisson tables
+ * (version 3 only sets poisson_min). */
+static bool starts_from_poisson(const tsim_gen *g, int64_t n)
+{
+    return g->poisson_min > 0 && n >= g->poisson_min;
+}
+
 /* Version 3 with many picks per expert: the picks as independent
  * Poisson(lambda p_e) counts (lambda a little below n, one table per record,
  * g->poisson), a sum above n drawn again (about 1 rank in 40). Given
@@ -739,8 +740,7 @@ static void place_picks(const tsim_gen *g, sampler *s, int64_t n, const int64_t 
 static int64_t *picks_over_p(const tsim_gen *g, sampler *s, int64_t n, int64_t room_min, const poisson_row *ready)
 {
     const int E = g->p.experts;
-    const bool blocks = g->p.version == TSIM_GEN_VERSION_BLOCKS;
-    const bool poisson = blocks && g->poisson_min > 0 && n >= g->poisson_min;
+    const bool poisson = starts_from_poisson(g, n);
     int64_t *got = s->got, left = n, top = 0;
     if (poisson && ready && ready->sum <= n) {
         got = ready->counts;
@@ -775,7 +775,7 @@ static void fill_room(int64_t *room, int64_t *all, int E, int64_t v)
 static void other_hot_picks(const tsim_gen *g, sampler *s, int64_t *row, int64_t hot, int64_t picks, int64_t top)
 {
     const int E = g->p.experts;
-    if (!(g->p.version == TSIM_GEN_VERSION_BLOCKS && g->poisson_min > 0 && picks >= g->poisson_min)) {
+    if (!starts_from_poisson(g, picks)) {
         fill_room(s->room_hot, &s->room_hot_all, E, hot);
         place_picks(g, s, picks, s->room_hot, hot - top, row);
         return;
@@ -865,7 +865,7 @@ static void count_share_grid(const tsim_gen *g, sampler *s, int id)
 static void sample_share(const tsim_gen *g, int id, int64_t record)
 {
     sampler *s = &g->samplers[id];
-    if (g->p.version == TSIM_GEN_VERSION_BLOCKS && g->poisson_min > 0)
+    if (g->poisson_min > 0) /* version 3 */
         count_share_grid(g, s, id);
     else
         for (int r = id; r < g->p.ep; r += g->threads) {
@@ -1005,14 +1005,13 @@ int tsim_gen_next(tsim_gen *g, const tsim_record **rec, double *imbalance)
     return 1;
 }
 
-/* Mean initial imbalance of the whole trace with the generator's current H. */
 /* Mean initial imbalance with the generator's current H, over the records
  * of every stride-th microbatch (1: the whole trace); the others are
  * skipped, their popularity advanced but nothing drawn. */
 static double trace_mean(tsim_gen *g, int stride, int trial, tsim_gen_progress_fn progress, void *ctx)
 {
     const int64_t n = tsim_gen_record_count(&g->p), L = g->p.layers;
-    const int64_t sampled = ((int64_t)g->p.microbatches + stride - 1) / stride * L;
+    const int64_t sampled = tsim_gen_trial_records(&g->p, stride);
     double sum = 0.0, rho;
     const tsim_record *rec;
     int64_t done = 0;
@@ -1173,7 +1172,7 @@ static int calibrate_every(const tsim_gen_params *p, double target, int stride, 
     out->hot_tokens = best.h;
     out->hot_fraction = (double)best.h / (double)n;
     out->achieved = best.rho;
-    out->trial_records = ((int64_t)p->microbatches + stride - 1) / stride * p->layers;
+    out->trial_records = tsim_gen_trial_records(p, stride);
     tsim_gen_close(g);
     return TSIM_OK;
 }

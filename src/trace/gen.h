@@ -104,6 +104,9 @@ bool tsim_gen_same_records(const tsim_gen_params *a, const tsim_gen_params *b);
 
 /* Records in the trace: microbatches x layers (microbatch-major). */
 int64_t tsim_gen_record_count(const tsim_gen_params *p);
+/* The records of every stride-th microbatch (1: the whole trace), all their
+ * layers: what one calibration trial at that stride generates. */
+int64_t tsim_gen_trial_records(const tsim_gen_params *p, int stride);
 
 /* Hot tokens per record, summed over source ranks: round(f * T * R). Source
  * rank r sends floor(H / R) of them, plus one more when r < H mod R. */

@@ -270,6 +270,16 @@ int tsim_gen_hot_experts_per_rank(const tsim_gen_params *p)
     return p->hot_experts > 0 ? p->hot_experts : p->experts / p->ep;
 }
 
+int64_t tsim_gen_trial_records(const tsim_gen_params *p, int stride)
+{
+    return ((int64_t)p->microbatches + stride - 1) / stride * p->layers;
+}
+
+int64_t tsim_gen_record_count(const tsim_gen_params *p)
+{
+    return tsim_gen_trial_records(p, 1);
+}
+
 bool tsim_gen_default_regime(const tsim_gen_params *p)
 {
     return p->hot_placement == TSIM_HOT_FIRST && p->hot_experts == 0 && p->hot_skew == 0.0;
